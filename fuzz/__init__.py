@@ -1,0 +1,1 @@
+"""nnfuzz's command line and atheris fuzz targets."""

@@ -1,0 +1,48 @@
+"""The ``nnfuzz`` command line (also ``python -m fuzz``).
+
+Each subcommand lives in its own module under :mod:`fuzz.commands` and exposes
+``register(subparsers)``; :data:`COMMAND_MODULES` lists them explicitly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMAND_MODULES = ("fuzz.commands.ops",)
+
+DESCRIPTION = """\
+nnfuzz: fuzzing and property-testing for Android NNAPI (NN HAL 1.0-1.3) drivers.
+
+The built-in reference driver (numpy) is both a driver you can test and the oracle other
+drivers are compared with. Run `nnfuzz COMMAND --help` for each command's options."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nnfuzz", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

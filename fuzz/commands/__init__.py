@@ -1,0 +1,1 @@
+"""One module per ``nnfuzz`` subcommand, each with ``register(subparsers)``."""
