@@ -8,6 +8,7 @@ accesses a pool through :func:`pool_buffer`, which checks the name and the handl
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import threading
@@ -55,18 +56,14 @@ class SharedMemory(MemoryHandle):
             if self._closed:
                 return
             self._closed = True
-            try:
+            # A live memoryview may still point into the mapping; the GC unmaps it later.
+            with contextlib.suppress(BufferError):
                 self._map.close()
-            except BufferError:
-                # A live memoryview still points into the mapping; the GC unmaps it later.
-                pass
             os.close(self.fd)
 
     def __del__(self):  # pragma: no cover - best effort
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
 
 class BytesHandle(MemoryHandle):

@@ -167,7 +167,9 @@ def main(argv=None) -> int:
     counts = {"pass": 0, "fail": 0, "skip": 0}
     per_op: dict[str, list[int]] = {}
     for f in sorted(Path(a.dir).glob("*.json.gz")):
-        for test in json.load(gzip.open(f)):
+        with gzip.open(f) as fh:
+            tests = json.load(fh)
+        for test in tests:
             if a.k and a.k not in f.name and a.k not in test["test"]:
                 continue
             status, why = check(test)

@@ -60,7 +60,7 @@ def quantize_multiplier_greater_than_one(real_multiplier: float) -> tuple[int, i
 
 
 def _round_half_away(x: float) -> int:
-    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
 
 
 # ---------------------------------------------------------------------------------------
