@@ -186,6 +186,7 @@ class Executor:
             relaxed=self.relaxed,
             location=plan.locations[step],
             executor=self,
+            model=self.model,
         )
         ctx.run_state = state
         inferred = list(decl.infer_shapes(ctx))

@@ -127,8 +127,8 @@ def validate_operations(model: Model, sg_index: int | None, version: HalVersion)
             version=version,
             relaxed=model.relax_computation_float32_to_float16,
             location=where,
+            model=model,
         )
-        ctx.executor = model  # control-flow validation reads referenced subgraphs
         if decl.validate is not None:
             try:
                 extra = decl.validate(ctx)

@@ -211,6 +211,7 @@ class OperationContext:
         "_output_operands",
         "executor",
         "location",
+        "model",
         "operation_type",
         "output_shapes",
         "relaxed",
@@ -232,6 +233,7 @@ class OperationContext:
         relaxed: bool = False,
         location: str = "",
         executor: Any = None,
+        model: Any = None,
     ):
         self.operation_type = operation_type
         self._input_operands = input_operands
@@ -243,6 +245,7 @@ class OperationContext:
         self.relaxed = relaxed
         self.location = location  # "subgraph 0, operation 3 (CONV_2D)" for messages
         self.executor = executor  # set at run time; control flow uses it to run subgraphs
+        self.model = model  # the whole Model (control flow reads referenced subgraphs)
         self.run_state: Any = None  # driver.executor.RunState at run time (deadline, loops)
 
     # --- counts and operands --------------------------------------------------------
