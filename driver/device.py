@@ -1,0 +1,615 @@
+"""The reference device: validation + executor behind the NN HAL 1.3 device protocol.
+
+:class:`ReferenceDevice` implements :class:`driver.hal.device.Device`; the prepared models
+it returns implement every execution path (synchronous, asynchronous with a callback,
+fenced, burst), timing, output shapes and OUTPUT_INSUFFICIENT_SIZE, request pools in real
+shared memory and driver-managed buffers (memory domains), priorities, deadlines and
+resource budgets. Every public method returns a HAL status; internal failures are raised
+as :class:`HalError` and converted at the boundary.
+
+A feature-level variant (``ReferenceDevice(version=HalVersion.V1_1)``) validates models,
+requests and options as that HAL version would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from driver.buffers import BufferRegistry, DriverBuffer
+from driver.executor import Executor
+from driver.hal.device import (
+    DEFAULT_LOOP_TIMEOUT_NS,
+    MAX_LOOP_TIMEOUT_NS,
+    ExecutionCallback,
+    ExecutionResult,
+    SyncFenceLike,
+)
+from driver.hal.types import (
+    NO_TIMING,
+    BufferDesc,
+    BufferRole,
+    BufferToken,
+    Capabilities,
+    DeviceType,
+    ErrorStatus,
+    ExecutionPreference,
+    Extension,
+    HalError,
+    HalVersion,
+    MeasureTiming,
+    Memory,
+    Model,
+    OperandPerformance,
+    OperandType,
+    OutputShape,
+    PerformanceInfo,
+    Priority,
+    Request,
+    Timing,
+    is_extension_type,
+    non_extension_size_of_data,
+)
+from driver.memory import pool_buffer
+from driver.operations import declaration
+from driver.operations.base import array_from_bytes, array_to_bytes
+from driver.scheduler import Budget, PriorityScheduler
+from driver.sync import SyncFence
+from driver.validation import validate_model, validate_request
+
+SupportFilter = Callable[[Model, int], bool]
+"""``(model, main-subgraph operation index) -> supported`` for partial drivers."""
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    name: str = "reference"
+    version: HalVersion = HalVersion.V1_3
+    device_type: DeviceType = DeviceType.CPU
+    version_string: str = "nnfuzz-reference-1"
+    budget: Budget = field(default_factory=Budget)
+    support_filter: SupportFilter | None = None
+    extensions: tuple[Extension, ...] = ()
+    emulate_relaxed_float16: bool = False
+    supports_memory_domains: bool = True
+
+
+def _status_of(e: HalError) -> ErrorStatus:
+    return e.status
+
+
+def _now_us() -> int:
+    return time.monotonic_ns() // 1000
+
+
+class ReferenceDevice:
+    """``IDevice`` on numpy. Thread-safe; queries always report the same values."""
+
+    def __init__(self, config: DeviceConfig | None = None, **overrides):
+        cfg = config or DeviceConfig()
+        if overrides:
+            from dataclasses import replace
+
+            cfg = replace(cfg, **overrides)
+        self.config = cfg
+        self.scheduler = PriorityScheduler(cfg.budget)
+        self.buffers = BufferRegistry()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        self._capabilities = _reference_capabilities(cfg.version)
+        self.last_error: str = ""  # message of the last non-NONE status (diagnostics)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def version(self) -> HalVersion:
+        return self.config.version
+
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    # Enough threads that queued executions wait in the priority
+                    # scheduler (which orders them), not in this pool's FIFO.
+                    max_workers=min(
+                        64, self.config.budget.max_concurrent + self.config.budget.max_queued
+                    ),
+                    thread_name_prefix=f"nnfuzz-{self.config.name}",
+                )
+            return self._pool
+
+    def _fail(self, e: HalError) -> ErrorStatus:
+        self.last_error = str(e)
+        return e.status
+
+    # --- queries --------------------------------------------------------------------
+    def get_capabilities(self) -> tuple[ErrorStatus, Capabilities]:
+        """``getCapabilities_1_3``."""
+        return ErrorStatus.NONE, self._capabilities
+
+    def get_version_string(self) -> tuple[ErrorStatus, str]:
+        """``getVersionString``."""
+        return ErrorStatus.NONE, self.config.version_string
+
+    def get_type(self) -> tuple[ErrorStatus, DeviceType]:
+        """``getType``."""
+        return ErrorStatus.NONE, self.config.device_type
+
+    def get_supported_extensions(self) -> tuple[ErrorStatus, list[Extension]]:
+        """``getSupportedExtensions``."""
+        return ErrorStatus.NONE, list(self.config.extensions)
+
+    def get_number_of_cache_files_needed(self) -> tuple[ErrorStatus, int, int]:
+        """``getNumberOfCacheFilesNeeded``."""
+        return ErrorStatus.NONE, 0, 0
+
+    def get_supported_operations(self, model: Model) -> tuple[ErrorStatus, list[bool]]:
+        """``getSupportedOperations_1_3``."""
+        try:
+            validate_model(model, self.config.version)
+        except HalError as e:
+            return self._fail(e), []
+        return ErrorStatus.NONE, [
+            self._supports(model, i) for i in range(len(model.main.operations))
+        ]
+
+    def _supports(self, model: Model, index: int) -> bool:
+        op = model.main.operations[index]
+        if is_extension_type(op.type) or declaration(op.type) is None:
+            return False
+        if self.config.support_filter is not None:
+            return bool(self.config.support_filter(model, index))
+        return True
+
+    # --- preparation ----------------------------------------------------------------
+    def prepare_model(
+        self,
+        model: Model,
+        preference: int = ExecutionPreference.FAST_SINGLE_ANSWER,
+        priority: int = Priority.MEDIUM,
+        deadline: int | None = None,
+        model_cache: Sequence[int] = (),
+        data_cache: Sequence[int] = (),
+        token: bytes | None = None,
+    ) -> tuple[ErrorStatus, ReferencePreparedModel | None]:
+        """``prepareModel_1_3``."""
+        try:
+            if preference not in ExecutionPreference.__members__.values():
+                raise HalError(
+                    ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}"
+                )
+            if priority not in Priority.__members__.values():
+                raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
+            if self.config.version < HalVersion.V1_3 and (
+                priority != Priority.MEDIUM or deadline is not None
+            ):
+                raise HalError(ErrorStatus.INVALID_ARGUMENT, "priority and deadline need HAL 1.3")
+            validate_model(model, self.config.version)
+            if deadline is not None and time.monotonic_ns() > deadline:
+                raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline already passed")
+            unsupported = [
+                i for i in range(len(model.main.operations)) if not self._supports(model, i)
+            ]
+            if unsupported:
+                raise HalError(
+                    ErrorStatus.GENERAL_FAILURE,
+                    f"operations {unsupported} of the main subgraph are not supported",
+                )
+            prepared = ReferencePreparedModel(self, model, Priority(priority))
+        except HalError as e:
+            return self._fail(e), None
+        return ErrorStatus.NONE, prepared
+
+    def prepare_model_from_cache(
+        self,
+        deadline: int | None,
+        model_cache: Sequence[int],
+        data_cache: Sequence[int],
+        token: bytes,
+    ) -> tuple[ErrorStatus, ReferencePreparedModel | None]:
+        """``prepareModelFromCache_1_3``: the reference needs no cache files (reports 0)
+        so, as the HAL says, it returns GENERAL_FAILURE."""
+        self.last_error = "compilation caching is not supported by this device"
+        return ErrorStatus.GENERAL_FAILURE, None
+
+    # --- memory domains -------------------------------------------------------------
+    def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[object],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[ErrorStatus, DriverBuffer | None, int]:
+        """``allocate``."""
+        if not self.config.supports_memory_domains or self.config.version < HalVersion.V1_3:
+            self.last_error = "memory domains are not supported"
+            return ErrorStatus.GENERAL_FAILURE, None, 0
+        try:
+            buffer, token = self.buffers.allocate(
+                self, desc, prepared_models, input_roles, output_roles
+            )
+        except HalError as e:
+            return self._fail(e), None, 0
+        return ErrorStatus.NONE, buffer, token
+
+
+def _reference_capabilities(version: HalVersion) -> Capabilities:
+    one = PerformanceInfo(1.0, 1.0)
+    types = [t for t in OperandType if t not in (OperandType.OEM, OperandType.TENSOR_OEM_BYTE)]
+    if version < HalVersion.V1_3:
+        types = [t for t in types if t <= OperandType.TENSOR_QUANT8_SYMM]
+    if version < HalVersion.V1_2:
+        types = [t for t in types if t <= OperandType.TENSOR_QUANT8_ASYMM]
+    return Capabilities(
+        relaxed_float32_to_float16_performance_scalar=one,
+        relaxed_float32_to_float16_performance_tensor=one,
+        operand_performance=tuple(OperandPerformance(t, one) for t in sorted(types)),
+        if_performance=one,
+        while_performance=one,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Prepared model
+# ---------------------------------------------------------------------------------------
+
+
+class ReferencePreparedModel:
+    """``IPreparedModel``: executions on one prepared model may run in parallel."""
+
+    def __init__(self, device: ReferenceDevice, model: Model, priority: Priority):
+        self.device = device
+        self.model = model
+        self.priority = priority
+        self.executor = Executor(
+            model,
+            version=device.config.version,
+            emulate_relaxed_float16=device.config.emulate_relaxed_float16,
+        )
+        main = model.main
+        self._input_operands = [main.operands[i] for i in main.input_indexes]
+        self._output_operands = [main.operands[i] for i in main.output_indexes]
+
+    # --- the execution core shared by every path ------------------------------------
+    def _run(
+        self,
+        request: Request,
+        measure: int,
+        deadline: int | None,
+        loop_timeout: int | None,
+        *,
+        fenced: bool = False,
+        started_us: int | None = None,
+    ) -> ExecutionResult:
+        start_us = started_us if started_us is not None else _now_us()
+        dev = self.device
+        try:
+            if measure not in (MeasureTiming.NO, MeasureTiming.YES):
+                raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid MeasureTiming {measure}")
+            validate_request(self.model, request, dev.config.version)
+            if fenced:
+                for k, arg in enumerate(request.outputs):
+                    operand = self._output_operands[k]
+                    dims = tuple(arg.dimensions) or operand.dimensions
+                    if _is_tensor(operand.type) and (not dims or 0 in dims):
+                        raise HalError(
+                            ErrorStatus.INVALID_ARGUMENT,
+                            f"executeFenced needs fully specified output dims (output {k})",
+                        )
+            loop_ns = DEFAULT_LOOP_TIMEOUT_NS if loop_timeout is None else loop_timeout
+            if loop_ns < 0:
+                raise HalError(ErrorStatus.INVALID_ARGUMENT, f"negative loop timeout {loop_ns}")
+            loop_ns = min(loop_ns, MAX_LOOP_TIMEOUT_NS)
+            if deadline is not None and time.monotonic_ns() > deadline:
+                raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline already passed")
+            out_buffers = self._check_buffer_uses(request)
+            inputs = self._read_inputs(request)
+            memory = sum(a.nbytes for a in inputs if a is not None) + sum(
+                arg.location.length for arg in request.outputs
+            )
+            with dev.scheduler.slot(self.priority, deadline, memory):
+                device_start = _now_us()
+                outputs = self.executor.run(
+                    inputs,
+                    deadline=None if deadline is None else deadline / 1e9,
+                    loop_timeout=loop_ns / 1e9,
+                )
+                device_end = _now_us()
+            shapes = self._write_outputs(request, outputs)
+        except HalError as e:
+            dev._fail(e)
+            # A failed execution leaves its driver-managed outputs uninitialized.
+            for buf in locals().get("out_buffers") or ():
+                buf.invalidate()
+            return e.status, [], NO_TIMING
+        if not all(s.is_sufficient for s in shapes):
+            dev.last_error = "output buffer too small"
+            return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, shapes, NO_TIMING
+        timing = NO_TIMING
+        if measure == MeasureTiming.YES:
+            end = _now_us()
+            on_device = device_end - device_start
+            timing = Timing(time_on_device=on_device, time_in_driver=max(end - start_us, on_device))
+        return ErrorStatus.NONE, shapes, timing
+
+    def _check_buffer_uses(self, request: Request) -> list[DriverBuffer]:
+        """Memory-domain rules: a buffer may be read by several inputs, but not written
+        twice nor read and written by the same execution. Returns the output buffers."""
+
+        def token_of(arg):
+            if arg.has_no_value or not 0 <= arg.location.pool_index < len(request.pools):
+                return None
+            pool = request.pools[arg.location.pool_index]
+            return pool.token if isinstance(pool, BufferToken) else None
+
+        in_tokens = {t for t in map(token_of, request.inputs) if t is not None}
+        out_tokens: list[int] = []
+        for k, arg in enumerate(request.outputs):
+            t = token_of(arg)
+            if t is None:
+                continue
+            if t in in_tokens or t in out_tokens:
+                raise HalError(
+                    ErrorStatus.INVALID_ARGUMENT,
+                    f"output {k}: buffer token {t} is used twice in one execution",
+                )
+            out_tokens.append(t)
+        return [
+            self.device.buffers.lookup(t, self, k, is_output=True)
+            for k, t in ((k, token_of(a)) for k, a in enumerate(request.outputs))
+            if t is not None
+        ]
+
+    def _read_inputs(self, request: Request) -> list[np.ndarray | None]:
+        inputs: list[np.ndarray | None] = []
+        for k, arg in enumerate(request.inputs):
+            operand = self._input_operands[k]
+            if arg.has_no_value:
+                inputs.append(None)
+                continue
+            dims = tuple(arg.dimensions) or operand.dimensions
+            pool = request.pools[arg.location.pool_index]
+            if isinstance(pool, BufferToken):
+                buf = self.device.buffers.lookup(pool.token, self, k, is_output=False)
+                inputs.append(buf.read(operand.type, tuple(arg.dimensions)))
+                continue
+            need = non_extension_size_of_data(operand.type, dims)
+            if arg.location.length < need:
+                raise HalError(
+                    ErrorStatus.INVALID_ARGUMENT,
+                    f"input {k}: {arg.location.length} bytes given, dims {list(dims)} need {need}",
+                )
+            data = pool_buffer(pool)[arg.location.offset : arg.location.offset + need]
+            inputs.append(array_from_bytes(operand.type, dims, data))
+        return inputs
+
+    def _write_outputs(self, request: Request, outputs: list[np.ndarray]) -> list[OutputShape]:
+        shapes: list[OutputShape] = []
+        writes = []
+        for k, (arg, arr) in enumerate(zip(request.outputs, outputs)):
+            operand = self._output_operands[k]
+            pool = request.pools[arg.location.pool_index]
+            if isinstance(pool, BufferToken):
+                buf = self.device.buffers.lookup(pool.token, self, k, is_output=True)
+                ok = buf.fits(arr.shape)
+                shapes.append(OutputShape(tuple(arr.shape), ok))
+                if ok:
+                    writes.append((buf, arr, operand.type))
+                continue
+            data = array_to_bytes(arr, operand.type)
+            ok = len(data) <= arg.location.length
+            shapes.append(OutputShape(tuple(int(d) for d in arr.shape), ok))
+            if ok:
+                writes.append((pool, arg.location.offset, data))
+        if all(s.is_sufficient for s in shapes):
+            for w in writes:
+                if isinstance(w[0], DriverBuffer):
+                    w[0].write(w[1], w[2])
+                else:
+                    pool, offset, data = w
+                    pool_buffer(pool)[offset : offset + len(data)] = data
+        return shapes
+
+    # --- execution paths ------------------------------------------------------------
+    def execute_synchronously(
+        self,
+        request: Request,
+        measure: int = MeasureTiming.NO,
+        deadline: int | None = None,
+        loop_timeout: int | None = None,
+    ) -> ExecutionResult:
+        """``executeSynchronously_1_3``."""
+        return self._run(request, measure, deadline, loop_timeout)
+
+    def execute(
+        self,
+        request: Request,
+        measure: int,
+        deadline: int | None,
+        loop_timeout: int | None,
+        callback: ExecutionCallback,
+    ) -> ErrorStatus:
+        """``execute_1_3``: validates and launches; ``callback.notify`` reports completion."""
+        start = _now_us()
+        try:
+            validate_request(self.model, request, self.device.config.version)
+        except HalError as e:
+            self.device._fail(e)
+            callback.notify(e.status, [], NO_TIMING)
+            return e.status
+
+        def work():
+            status, shapes, timing = self._run(
+                request, measure, deadline, loop_timeout, started_us=start
+            )
+            callback.notify(status, shapes, timing)
+
+        self.device._workers().submit(work)
+        return ErrorStatus.NONE
+
+    def execute_fenced(
+        self,
+        request: Request,
+        wait_for: Sequence[SyncFenceLike],
+        measure: int = MeasureTiming.NO,
+        deadline: int | None = None,
+        loop_timeout: int | None = None,
+        timeout_after_fence: int | None = None,
+    ) -> tuple[ErrorStatus, SyncFence | None, FencedCallback | None]:
+        """``executeFenced``."""
+        start = _now_us()
+        for k, f in enumerate(wait_for):
+            if not hasattr(f, "wait") or not hasattr(f, "fileno") or _bad_fd(f):
+                self.device.last_error = f"wait_for[{k}] is not a sync fence"
+                return ErrorStatus.INVALID_ARGUMENT, None, None
+        if timeout_after_fence is not None and timeout_after_fence < 0:
+            return ErrorStatus.INVALID_ARGUMENT, None, None
+        try:
+            validate_request(self.model, request, self.device.config.version)
+        except HalError as e:
+            return self.device._fail(e), None, None
+        done = SyncFence()
+        callback = FencedCallback()
+
+        def work():
+            for f in wait_for:
+                st = f.wait(None)
+                if st != ErrorStatus.NONE:
+                    callback.set(ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
+                    done.signal(error=True)
+                    return
+            fenced_at = _now_us()
+            dl = deadline
+            if timeout_after_fence is not None:
+                after = time.monotonic_ns() + timeout_after_fence
+                dl = after if dl is None else min(dl, after)
+            status, _, timing = self._run(
+                request, measure, dl, loop_timeout, fenced=True, started_us=start
+            )
+            end = _now_us()
+            if status == ErrorStatus.NONE and measure == MeasureTiming.YES:
+                launched = Timing(timing.time_on_device, max(end - start, timing.time_on_device))
+                fenced = Timing(timing.time_on_device, max(end - fenced_at, timing.time_on_device))
+            else:
+                launched = fenced = NO_TIMING
+            callback.set(status, launched, fenced)
+            done.signal(error=status != ErrorStatus.NONE)
+
+        self.device._workers().submit(work)
+        return ErrorStatus.NONE, done, callback
+
+    def configure_execution_burst(self) -> tuple[ErrorStatus, ReferenceBurst]:
+        """``configureExecutionBurst``."""
+        return ErrorStatus.NONE, ReferenceBurst(self)
+
+
+def _is_tensor(type_code: int) -> bool:
+    from driver.hal.types import is_tensor_type
+
+    return is_tensor_type(type_code)
+
+
+def _bad_fd(fence) -> bool:
+    import os
+
+    try:
+        os.fstat(fence.fileno())
+    except (OSError, TypeError, ValueError):
+        return True
+    return False
+
+
+class FencedCallback:
+    """``IFencedExecutionCallback``: status and timings, once the execution finished."""
+
+    def __init__(self):
+        self._done = threading.Event()
+        self._info = (ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
+
+    def set(self, status: ErrorStatus, launched: Timing, fenced: Timing) -> None:
+        self._info = (status, launched, fenced)
+        self._done.set()
+
+    def get_execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
+        """``getExecutionInfo``: waits for completion, then (status, timingLaunched,
+        timingFenced)."""
+        self._done.wait()
+        return self._info
+
+
+class ReferenceBurst:
+    """``IBurstContext`` plus the client controller: pools are cached by slot, so a burst
+    of executions on the same memory does not re-map it."""
+
+    def __init__(self, prepared: ReferencePreparedModel):
+        self.prepared = prepared
+        self._lock = threading.Lock()
+        self._slots: dict[int, Memory] = {}  # slot -> memory (the driver-side cache)
+        self._slot_of: dict[int, int] = {}  # id(memory) -> slot (the client-side cache)
+
+    def _slot_for(self, memory: Memory) -> int:
+        with self._lock:
+            slot = self._slot_of.get(id(memory))
+            if slot is None or self._slots.get(slot) is not memory:
+                slot = len(self._slots)
+                while slot in self._slots:
+                    slot += 1
+                self._slots[slot] = memory
+                self._slot_of[id(memory)] = slot
+            return slot
+
+    @property
+    def cached_slots(self) -> int:
+        return len(self._slots)
+
+    def execute(
+        self,
+        request: Request,
+        measure: int = MeasureTiming.NO,
+        deadline: int | None = None,
+        loop_timeout: int | None = None,
+    ) -> ExecutionResult:
+        """One burst execution: pools go through the slot cache, then run."""
+        pools = []
+        for pool in request.pools:
+            if isinstance(pool, Memory):
+                pools.append(self._slots[self._slot_for(pool)])
+            else:
+                pools.append(pool)
+        from dataclasses import replace
+
+        return self.prepared._run(
+            replace(request, pools=tuple(pools)), measure, deadline, loop_timeout
+        )
+
+    def free_memory(self, memory: Memory) -> None:
+        """``freeMemory``: drop the slot caching ``memory``."""
+        with self._lock:
+            slot = self._slot_of.pop(id(memory), None)
+            if slot is not None:
+                self._slots.pop(slot, None)
+
+
+class CollectingCallback:
+    """An :class:`ExecutionCallback` that stores the result and lets you wait for it."""
+
+    def __init__(self):
+        self._event = threading.Event()
+        self.result: ExecutionResult | None = None
+
+    def notify(self, status: ErrorStatus, output_shapes: list[OutputShape], timing: Timing) -> None:
+        self.result = (status, list(output_shapes), timing)
+        self._event.set()
+
+    def wait(self, timeout: float | None = None) -> ExecutionResult:
+        if not self._event.wait(timeout):
+            raise TimeoutError("the execution callback was not notified in time")
+        assert self.result is not None
+        return self.result

@@ -1,0 +1,658 @@
+"""The reference device as a HAL service: execution paths, timing, memory, QoS."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from driver import operations
+from driver.builder import ModelBuilder, build_request
+from driver.device import CollectingCallback, DeviceConfig, ReferenceDevice
+from driver.hal.device import Buffer, Device, PreparedModel
+from driver.hal.types import (
+    UINT64_MAX,
+    BufferDesc,
+    BufferRole,
+    BufferToken,
+    DataLocation,
+    ErrorStatus,
+    HalVersion,
+    MeasureTiming,
+    OperandType,
+    OperationType,
+    Priority,
+    Request,
+    RequestArgument,
+)
+from driver.memory import SharedMemory, allocate_shared_memory, memory_from_bytes
+from driver.registry import DriverLoadError, load_device
+from driver.scheduler import Budget, PriorityScheduler
+from driver.sync import SyncFence
+
+T = OperandType
+F32 = T.TENSOR_FLOAT32
+
+
+def add_model(shape=(2, 3), chain: int = 1, out_dims=None):
+    """x + y, then (chain - 1) more additions of y."""
+    b = ModelBuilder()
+    x = b.add_input(F32, shape)
+    y = b.add_input(F32, shape)
+    act = b.add_scalar(T.INT32, 0)
+    cur = x
+    for k in range(chain):
+        last = k == chain - 1
+        out = (
+            b.add_output(F32, out_dims if out_dims is not None else shape)
+            if last
+            else b.add_operand(F32, shape)
+        )
+        b.add_operation(OperationType.ADD, [cur, y, act], [out])
+        cur = out
+    return b.build()
+
+
+def feeds(shape=(2, 3)):
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    return [x, np.full(shape, 0.5, np.float32)]
+
+
+@pytest.fixture
+def device():
+    return ReferenceDevice()
+
+
+def prepare(device, model, **kw):
+    status, pm = device.prepare_model(model, **kw)
+    assert status == ErrorStatus.NONE, device.last_error
+    return pm
+
+
+# --- protocol and queries ---------------------------------------------------------------
+
+
+def test_reference_device_implements_the_protocol(device):
+    assert isinstance(device, Device)
+    pm = prepare(device, add_model())
+    assert isinstance(pm, PreparedModel)
+
+
+def test_queries_report_the_same_values_every_time(device):
+    first = (
+        device.get_capabilities(),
+        device.get_version_string(),
+        device.get_type(),
+        device.get_supported_extensions(),
+        device.get_number_of_cache_files_needed(),
+    )
+    for _ in range(3):
+        again = (
+            device.get_capabilities(),
+            device.get_version_string(),
+            device.get_type(),
+            device.get_supported_extensions(),
+            device.get_number_of_cache_files_needed(),
+        )
+        assert again == first
+    status, caps = first[0]
+    assert status == ErrorStatus.NONE
+    types = [p.type for p in caps.operand_performance]
+    assert types == sorted(types) and T.TENSOR_QUANT8_ASYMM_SIGNED in types
+
+
+def test_feature_level_capabilities_leave_out_newer_types():
+    status, caps = ReferenceDevice(version=HalVersion.V1_1).get_capabilities()
+    assert max(p.type for p in caps.operand_performance) == T.TENSOR_QUANT8_ASYMM
+
+
+def test_supported_operations_one_bool_per_operation(device):
+    status, supported = device.get_supported_operations(add_model(chain=3))
+    assert status == ErrorStatus.NONE and supported == [True, True, True]
+
+
+def test_supported_operations_of_an_invalid_model_is_invalid_argument(device):
+    m = add_model()
+    bad = dataclasses.replace(m, main=dataclasses.replace(m.main, operations=()))
+    status, supported = device.get_supported_operations(bad)
+    assert status == ErrorStatus.INVALID_ARGUMENT and supported == []
+
+
+def test_partial_driver_support_filter_reported_and_prepare_refused():
+    dev = ReferenceDevice(support_filter=lambda model, i: i != 1)
+    m = add_model(chain=3)
+    assert dev.get_supported_operations(m) == (ErrorStatus.NONE, [True, False, True])
+    status, pm = dev.prepare_model(m)
+    assert status == ErrorStatus.GENERAL_FAILURE and pm is None
+
+
+@pytest.mark.parametrize(
+    "kw, status",
+    [
+        (dict(preference=7), ErrorStatus.INVALID_ARGUMENT),
+        (dict(priority=-1), ErrorStatus.INVALID_ARGUMENT),
+        (dict(priority=3), ErrorStatus.INVALID_ARGUMENT),
+        (dict(deadline=1), ErrorStatus.MISSED_DEADLINE_PERSISTENT),
+    ],
+)
+def test_prepare_option_rules(device, kw, status):
+    assert device.prepare_model(add_model(), **kw)[0] == status
+
+
+def test_priority_needs_hal_1_3():
+    dev = ReferenceDevice(version=HalVersion.V1_2)
+    assert dev.prepare_model(add_model(), priority=Priority.HIGH)[0] == ErrorStatus.INVALID_ARGUMENT
+    assert dev.prepare_model(add_model())[0] == ErrorStatus.NONE
+
+
+# --- execution paths -------------------------------------------------------------------
+
+
+def run_all_paths(pm, model, inputs):
+    """Outputs of every execution path for the same request (fresh pools each)."""
+    results = {}
+
+    rb = build_request(model, inputs)
+    status, shapes, _ = pm.execute_synchronously(rb.request)
+    results["sync"] = (status, shapes, rb.output_bytes(0))
+
+    rb = build_request(model, inputs)
+    cb = CollectingCallback()
+    assert pm.execute(rb.request, MeasureTiming.NO, None, None, cb) == ErrorStatus.NONE
+    status, shapes, _ = cb.wait(10)
+    results["async"] = (status, shapes, rb.output_bytes(0))
+
+    rb = build_request(model, inputs)
+    fence = SyncFence()
+    status, done, fcb = pm.execute_fenced(rb.request, [fence])
+    assert status == ErrorStatus.NONE
+    assert not done.is_signalled  # waits for the fence
+    fence.signal()
+    assert done.wait(10) == ErrorStatus.NONE and done.poll_fd(1)
+    st, _, _ = fcb.get_execution_info()
+    results["fenced"] = (st, shapes, rb.output_bytes(0))
+
+    rb = build_request(model, inputs)
+    _, burst = pm.configure_execution_burst()
+    status, shapes, _ = burst.execute(rb.request)
+    results["burst"] = (status, shapes, rb.output_bytes(0))
+    return results
+
+
+def test_every_execution_path_gives_identical_outputs(device):
+    m = add_model(chain=4)
+    pm = prepare(device, m)
+    results = run_all_paths(pm, m, feeds())
+    expected = (feeds()[0] + 4 * 0.5).astype(np.float32).tobytes()
+    for path, (status, _, out) in results.items():
+        assert status == ErrorStatus.NONE, path
+        assert out == expected, path
+
+
+def test_timing_rules(device):
+    m = add_model(chain=3)
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    status, _, timing = pm.execute_synchronously(rb.request, MeasureTiming.NO)
+    assert timing.time_on_device == UINT64_MAX and timing.time_in_driver == UINT64_MAX
+    status, _, timing = pm.execute_synchronously(rb.request, MeasureTiming.YES)
+    assert status == ErrorStatus.NONE
+    assert 0 <= timing.time_on_device <= timing.time_in_driver < UINT64_MAX
+    # On error: no timing even when measured.
+    bad = dataclasses.replace(rb.request, inputs=rb.request.inputs[:1])
+    status, shapes, timing = pm.execute_synchronously(bad, MeasureTiming.YES)
+    assert status == ErrorStatus.INVALID_ARGUMENT
+    assert shapes == [] and timing.time_in_driver == UINT64_MAX
+
+
+def test_fenced_timing_and_failed_fence(device):
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    fence = SyncFence()
+    status, done, cb = pm.execute_fenced(rb.request, [fence], MeasureTiming.YES)
+    time.sleep(0.01)
+    fence.signal()
+    status, launched, fenced = cb.get_execution_info()
+    assert status == ErrorStatus.NONE
+    assert launched.time_in_driver >= fenced.time_in_driver >= fenced.time_on_device
+    assert launched.time_in_driver >= 10_000  # includes the wait for the fence
+    bad = SyncFence()
+    status, done, cb = pm.execute_fenced(rb.request, [bad])
+    bad.signal(error=True)
+    assert cb.get_execution_info()[0] == ErrorStatus.GENERAL_FAILURE
+    assert done.wait(5) == ErrorStatus.GENERAL_FAILURE
+
+
+def test_fenced_rejects_a_non_fence_and_unknown_output_dims(device):
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    assert pm.execute_fenced(rb.request, [object()])[0] == ErrorStatus.INVALID_ARGUMENT
+    closed = SyncFence()
+    closed.close()
+    assert pm.execute_fenced(rb.request, [closed])[0] == ErrorStatus.INVALID_ARGUMENT
+    dyn = add_model(out_dims=(0, 3))
+    pm2 = prepare(device, dyn)
+    rb2 = build_request(dyn, feeds())
+    status, done, cb = pm2.execute_fenced(rb2.request, [])
+    assert (
+        status == ErrorStatus.INVALID_ARGUMENT
+        or cb.get_execution_info()[0] == ErrorStatus.INVALID_ARGUMENT
+    )
+
+
+def test_dynamic_output_shape_reported(device):
+    m = add_model(out_dims=(0, 0))
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    status, shapes, _ = pm.execute_synchronously(rb.request)
+    assert status == ErrorStatus.NONE
+    assert shapes[0].dimensions == (2, 3) and shapes[0].is_sufficient
+
+
+def test_output_insufficient_size_reports_the_shape(device):
+    m = add_model(out_dims=(0, 3))
+    pm = prepare(device, m)
+    rb = build_request(m, feeds(), output_sizes=[8])
+    status, shapes, timing = pm.execute_synchronously(rb.request, MeasureTiming.YES)
+    assert status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE
+    assert shapes[0].dimensions == (2, 3) and not shapes[0].is_sufficient
+    assert timing.time_on_device == UINT64_MAX
+
+
+def test_burst_caches_pools_in_slots_and_frees_them(device):
+    m = add_model()
+    pm = prepare(device, m)
+    _, burst = pm.configure_execution_burst()
+    rb = build_request(m, feeds())
+    for _ in range(3):
+        assert burst.execute(rb.request)[0] == ErrorStatus.NONE
+    assert burst.cached_slots == 2
+    burst.free_memory(rb.input_pool)
+    assert burst.cached_slots == 1
+
+
+def test_many_threads_on_one_prepared_model_match_one_thread():
+    dev = ReferenceDevice(budget=Budget(max_concurrent=4))
+    m = add_model(shape=(8, 8), chain=5)
+    pm = prepare(dev, m)
+    rng = np.random.default_rng(1)
+    cases = [[rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2)] for _ in range(24)]
+    expected = []
+    for inp in cases:
+        rb = build_request(m, inp)
+        assert pm.execute_synchronously(rb.request)[0] == ErrorStatus.NONE
+        expected.append(rb.output_bytes(0))
+    got = [None] * len(cases)
+
+    def work(i):
+        rb = build_request(m, cases[i])
+        assert pm.execute_synchronously(rb.request)[0] == ErrorStatus.NONE
+        got[i] = rb.output_bytes(0)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert got == expected
+
+
+def test_several_prepared_models_alive_at_once(device):
+    m1, m2 = add_model(chain=1), add_model(chain=2)
+    p1, p2 = prepare(device, m1), prepare(device, m2)
+    for pm, m, n in ((p1, m1, 1), (p2, m2, 2), (p1, m1, 1), (p2, m2, 2)):
+        rb = build_request(m, feeds())
+        assert pm.execute_synchronously(rb.request)[0] == ErrorStatus.NONE
+        assert np.array_equal(rb.output_array(0, F32, (2, 3)), feeds()[0] + 0.5 * n)
+
+
+# --- request validation on every path ----------------------------------------------------
+
+
+@pytest.mark.parametrize("drop", ["input", "output"])
+def test_removing_an_argument_is_rejected_on_every_path(device, drop):
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    r = rb.request
+    bad = (
+        dataclasses.replace(r, inputs=r.inputs[1:])
+        if drop == "input"
+        else dataclasses.replace(r, outputs=())
+    )
+    assert pm.execute_synchronously(bad)[0] == ErrorStatus.INVALID_ARGUMENT
+    cb = CollectingCallback()
+    assert pm.execute(bad, MeasureTiming.NO, None, None, cb) == ErrorStatus.INVALID_ARGUMENT
+    assert cb.wait(5)[0] == ErrorStatus.INVALID_ARGUMENT
+    assert pm.execute_fenced(bad, [])[0] == ErrorStatus.INVALID_ARGUMENT
+    _, burst = pm.configure_execution_burst()
+    status, shapes, timing = burst.execute(bad, MeasureTiming.YES)
+    assert (
+        status == ErrorStatus.INVALID_ARGUMENT
+        and shapes == []
+        and timing.time_in_driver == UINT64_MAX
+    )
+
+
+# --- memory: shared pools --------------------------------------------------------------
+
+
+def test_pools_are_shared_with_a_child_process():
+    mem = memory_from_bytes(b"\0" * 16)
+    fd = mem.handle.fd
+    code = (
+        "import sys, mmap\n"
+        f"m = mmap.mmap({fd}, 16)\n"
+        "assert m[:4] == b'\\0\\0\\0\\0'\n"
+        "m[:5] = b'hello'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, pass_fds=(fd,), timeout=60)
+    assert bytes(mem.handle.buffer()[:5]) == b"hello"
+    # And the other way: a second mapping of the same fd sees our writes.
+    other = SharedMemory.from_fd(fd, 16)
+    mem.handle.buffer()[8:10] = b"ok"
+    assert bytes(other.buffer()[8:10]) == b"ok"
+
+
+def test_unsupported_memory_name_is_general_failure(device):
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    weird = dataclasses.replace(rb.input_pool, name="hardware_buffer")
+    req = dataclasses.replace(rb.request, pools=(weird, rb.output_pool))
+    status = pm.execute_synchronously(req)[0]
+    assert status in (ErrorStatus.GENERAL_FAILURE, ErrorStatus.INVALID_ARGUMENT)
+
+
+# --- memory domains ----------------------------------------------------------------------
+
+
+def _token_request(m, token_in=None, token_out=None, inputs=None):
+    """A request whose input 0 and/or output 0 live in driver buffers."""
+    rb = build_request(m, inputs or feeds())
+    pools = list(rb.request.pools)
+    ins = list(rb.request.inputs)
+    outs = list(rb.request.outputs)
+    if token_in is not None:
+        pools.append(BufferToken(token_in))
+        ins[0] = RequestArgument(False, DataLocation(len(pools) - 1, 0, 0), ())
+    if token_out is not None:
+        pools.append(BufferToken(token_out))
+        outs[0] = RequestArgument(False, DataLocation(len(pools) - 1, 0, 0), ())
+    return rb, Request(tuple(ins), tuple(outs), tuple(pools))
+
+
+def test_memory_domain_round_trip(device):
+    m = add_model()
+    pm = prepare(device, m)
+    status, buf, token = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [BufferRole(0, 0)])
+    assert status == ErrorStatus.NONE and token > 0 and isinstance(buf, Buffer)
+    src = memory_from_bytes(feeds()[0].tobytes())
+    assert buf.copy_from(src, (2, 3)) == ErrorStatus.NONE
+    _, req = _token_request(m, token_in=token)
+    rb_out = allocate_shared_memory(24)
+    req = dataclasses.replace(req, pools=(*req.pools[:1], rb_out, *req.pools[2:]))
+    assert pm.execute_synchronously(req)[0] == ErrorStatus.NONE
+    # Write the result into the buffer, then copy it out.
+    _, req2 = _token_request(m, token_out=token)
+    assert pm.execute_synchronously(req2)[0] == ErrorStatus.NONE
+    dst = allocate_shared_memory(24)
+    assert buf.copy_to(dst) == ErrorStatus.NONE
+    assert np.array_equal(
+        np.frombuffer(bytes(dst.handle.buffer()), np.float32), (feeds()[0] + 0.5).ravel()
+    )
+
+
+MEMORY_DOMAIN_RULES = [
+    # (name, action, expected status)
+    ("uninitialized input", "uninit_input", ErrorStatus.GENERAL_FAILURE),
+    ("same buffer as input and output", "in_and_out", ErrorStatus.INVALID_ARGUMENT),
+    (
+        "role violation: input-only buffer used as output",
+        "role_violation",
+        ErrorStatus.INVALID_ARGUMENT,
+    ),
+    ("copy_from size mismatch", "copy_size", ErrorStatus.INVALID_ARGUMENT),
+    ("copy_to size mismatch", "copy_to_size", ErrorStatus.INVALID_ARGUMENT),
+    ("copy_to of an uninitialized buffer", "copy_to_uninit", ErrorStatus.GENERAL_FAILURE),
+    ("unknown token", "bad_token", ErrorStatus.INVALID_ARGUMENT),
+]
+
+
+@pytest.mark.parametrize(
+    "name, action, expected", MEMORY_DOMAIN_RULES, ids=[r[0] for r in MEMORY_DOMAIN_RULES]
+)
+def test_memory_domain_rules(device, name, action, expected):
+    m = add_model()
+    pm = prepare(device, m)
+    status, buf, token = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+    assert status == ErrorStatus.NONE
+    if action == "uninit_input":
+        _, req = _token_request(m, token_in=token)
+        got = pm.execute_synchronously(req)[0]
+    elif action == "in_and_out":
+        _, _, tok2 = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [BufferRole(0, 0)])
+        _, req = _token_request(m, token_in=tok2, token_out=tok2)
+        got = pm.execute_synchronously(req)[0]
+    elif action == "role_violation":
+        _, req = _token_request(m, token_out=token)
+        got = pm.execute_synchronously(req)[0]
+    elif action == "copy_size":
+        got = buf.copy_from(memory_from_bytes(b"\0" * 20), (2, 3))
+    elif action == "copy_to_size":
+        assert buf.copy_from(memory_from_bytes(b"\0" * 24), (2, 3)) == ErrorStatus.NONE
+        got = buf.copy_to(allocate_shared_memory(16))
+    elif action == "copy_to_uninit":
+        got = buf.copy_to(allocate_shared_memory(24))
+    elif action == "bad_token":
+        _, req = _token_request(m, token_in=token + 1000)
+        got = pm.execute_synchronously(req)[0]
+    assert got == expected
+
+
+def test_allocate_role_rules(device):
+    m = add_model()
+    pm = prepare(device, m)
+    other = prepare(ReferenceDevice(), m)
+    assert device.allocate(BufferDesc(), [pm], [], [])[0] == ErrorStatus.INVALID_ARGUMENT
+    assert (
+        device.allocate(BufferDesc(), [pm], [BufferRole(1, 0)], [])[0]
+        == ErrorStatus.INVALID_ARGUMENT
+    )
+    assert (
+        device.allocate(BufferDesc(), [pm], [BufferRole(0, 5)], [])[0]
+        == ErrorStatus.INVALID_ARGUMENT
+    )
+    assert (
+        device.allocate(BufferDesc(), [pm], [BufferRole(0, 0, 0.0)], [])[0]
+        == ErrorStatus.INVALID_ARGUMENT
+    )
+    assert (
+        device.allocate(BufferDesc(), [other], [BufferRole(0, 0)], [])[0]
+        == ErrorStatus.INVALID_ARGUMENT
+    )
+    assert (
+        device.allocate(BufferDesc((4, 4)), [pm], [BufferRole(0, 0)], [])[0]
+        == ErrorStatus.INVALID_ARGUMENT
+    )
+    assert (
+        ReferenceDevice(version=HalVersion.V1_2).allocate(
+            BufferDesc(), [pm], [BufferRole(0, 0)], []
+        )[0]
+        != ErrorStatus.NONE
+    )
+
+
+def test_concurrent_buffer_writers_never_crash_or_block(device):
+    m = add_model()
+    pm = prepare(device, m)
+    _, buf, token = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [BufferRole(0, 0)])
+    srcs = [memory_from_bytes(np.full(6, k, np.float32).tobytes()) for k in range(8)]
+    errors = []
+
+    def writer(k):
+        for _ in range(50):
+            if buf.copy_from(srcs[k], (2, 3)) != ErrorStatus.NONE:
+                errors.append(k)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+    assert not errors
+    dst = allocate_shared_memory(24)
+    assert buf.copy_to(dst) == ErrorStatus.NONE
+    vals = np.frombuffer(bytes(dst.handle.buffer()), np.float32)
+    assert len(set(vals.tolist())) == 1  # one writer's full contents, never a mix
+
+
+# --- QoS ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def slow_add(monkeypatch):
+    """Make ADD take 50 ms (the executor reads declarations at prepare time)."""
+    decl = operations.REGISTRY[OperationType.ADD]
+
+    def slow(ctx):
+        time.sleep(0.05)
+        return decl.execute(ctx)
+
+    monkeypatch.setitem(
+        operations.REGISTRY, OperationType.ADD, dataclasses.replace(decl, execute=slow)
+    )
+
+
+def test_deadline_in_the_past_is_persistent(device):
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    status, shapes, timing = pm.execute_synchronously(
+        rb.request, MeasureTiming.YES, deadline=time.monotonic_ns() - 1
+    )
+    assert status == ErrorStatus.MISSED_DEADLINE_PERSISTENT and timing.time_in_driver == UINT64_MAX
+
+
+def test_deadline_passing_during_the_run_is_transient(device, slow_add):
+    m = add_model(chain=4)
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    status, _, _ = pm.execute_synchronously(rb.request, deadline=time.monotonic_ns() + 20_000_000)
+    assert status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+
+
+def test_priority_scheduler_serves_high_before_low():
+    sched = PriorityScheduler(Budget(max_concurrent=1))
+    release = threading.Event()
+    order = []
+
+    def hold():
+        with sched.slot(Priority.LOW):
+            release.wait(5)
+
+    def job(priority):
+        with sched.slot(priority):
+            order.append(priority)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    while sched._running == 0:
+        time.sleep(0.001)
+    jobs = []
+    for p in (Priority.LOW, Priority.LOW, Priority.HIGH, Priority.MEDIUM):
+        t = threading.Thread(target=job, args=(p,))
+        t.start()
+        jobs.append(t)
+        while len(sched._waiters) < len(jobs):
+            time.sleep(0.001)
+    release.set()
+    for t in [holder, *jobs]:
+        t.join(5)
+    assert order == [Priority.HIGH, Priority.MEDIUM, Priority.LOW, Priority.LOW]
+
+
+def test_priority_ordering_under_load_through_the_device(slow_add):
+    dev = ReferenceDevice(budget=Budget(max_concurrent=1))
+    m = add_model()
+    low = prepare(dev, m, priority=Priority.LOW)
+    high = prepare(dev, m, priority=Priority.HIGH)
+    callbacks = []
+    for pm in (low, low, low, high):
+        cb = CollectingCallback()
+        assert (
+            pm.execute(build_request(m, feeds()).request, MeasureTiming.NO, None, None, cb)
+            == ErrorStatus.NONE
+        )
+        callbacks.append(cb)
+        time.sleep(0.005)
+    for cb in callbacks:
+        assert cb.wait(10)[0] == ErrorStatus.NONE
+    log = dev.scheduler.order_log
+    # The first LOW was already running; HIGH overtakes the two LOWs still queued.
+    assert log.index(Priority.HIGH) < len(log) - 1
+
+
+def test_budgets_give_resource_exhausted(slow_add):
+    dev = ReferenceDevice(budget=Budget(max_concurrent=1, max_queued=1, memory_bytes=1 << 20))
+    m = add_model()
+    pm = prepare(dev, m)
+    big = add_model(shape=(512, 1024))
+    pm_big = prepare(dev, big)
+    rb = build_request(big, [np.zeros((512, 1024), np.float32)] * 2)
+    assert pm_big.execute_synchronously(rb.request)[0] == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
+    cbs = []
+    for _ in range(2):
+        cb = CollectingCallback()
+        pm.execute(build_request(m, feeds()).request, MeasureTiming.NO, None, None, cb)
+        cbs.append(cb)
+    time.sleep(0.01)
+    status = pm.execute_synchronously(build_request(m, feeds()).request)[0]
+    assert status == ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT
+    for cb in cbs:
+        assert cb.wait(10)[0] == ErrorStatus.NONE
+
+
+# --- --driver --------------------------------------------------------------------------
+
+
+def test_driver_names_and_module_callable():
+    assert load_device("reference").version == HalVersion.V1_3
+    assert load_device("reference-1.0").version == HalVersion.V1_0
+    assert isinstance(load_device("driver.device:ReferenceDevice"), Device)
+    with pytest.raises(DriverLoadError, match="unknown driver"):
+        load_device("no-such-driver")
+    with pytest.raises(DriverLoadError, match="does not implement"):
+        load_device("builtins:object")
+    with pytest.raises(DriverLoadError, match="cannot import"):
+        load_device("no_such_module_xyz:make")
+
+
+def test_dropping_a_prepared_model_releases_it(device):
+    import gc
+    import weakref
+
+    pm = prepare(device, add_model())
+    ref = weakref.ref(pm)
+    del pm
+    gc.collect()
+    assert ref() is None
+
+
+def test_reference_at_feature_level_rejects_newer_operations():
+    cfg = DeviceConfig(version=HalVersion.V1_0)
+    dev = ReferenceDevice(cfg)
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_QUANT8_ASYMM_SIGNED, (2,), scale=1.0)
+    y = b.add_input(T.TENSOR_QUANT8_ASYMM_SIGNED, (2,), scale=1.0)
+    o = b.add_output(T.TENSOR_QUANT8_ASYMM_SIGNED, (2,), scale=1.0)
+    b.add_operation(OperationType.ADD, [x, y, b.add_scalar(T.INT32, 0)], [o])
+    assert dev.get_supported_operations(b.build())[0] == ErrorStatus.INVALID_ARGUMENT
