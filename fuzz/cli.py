@@ -10,7 +10,11 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("fuzz.commands.ops",)
+COMMAND_MODULES = (
+    "fuzz.commands.ops",
+    "fuzz.commands.specs",
+    "fuzz.commands.wire",
+)
 
 DESCRIPTION = """\
 nnfuzz: fuzzing and property-testing for Android NNAPI (NN HAL 1.0-1.3) drivers.

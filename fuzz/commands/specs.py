@@ -1,0 +1,188 @@
+"""``nnfuzz specs run|expand`` and ``nnfuzz replay``: NNAPI test-generator spec files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from driver.registry import DriverLoadError, driver_names, load_device
+from fuzz.progress import Progress
+from randomgraph.spec.dsl import SpecError
+from randomgraph.spec.loader import find_specs, load_spec, load_specs
+from randomgraph.spec.runner import FAIL, PASS, SKIP, matches, run_specs, run_test_model
+
+DRIVER_HELP = (
+    "driver to test: a registered name ({names}) or module:callable returning a device "
+    "(default: reference)"
+)
+
+
+def add_driver_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--driver", default="reference", help=DRIVER_HELP.format(names=", ".join(driver_names()))
+    )
+
+
+def open_device(spec: str):
+    try:
+        return load_device(spec)
+    except DriverLoadError as e:
+        print(f"nnfuzz: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def register(sub) -> None:
+    specs = sub.add_parser(
+        "specs",
+        help="run or expand NNAPI test-generator spec files (.mod.py)",
+        description="Spec files are trusted Python programs in Android's test-generator "
+        "format; they are executed, not sandboxed.",
+    )
+    ssub = specs.add_subparsers(dest="specs_command", metavar="ACTION")
+    run = ssub.add_parser(
+        "run",
+        help="expand specs and check every test model on a driver",
+        description="Expand every spec (all variations) and check each test model on the "
+        "driver with the generated-test criteria. Also runs each test with unspecified "
+        "output dims on HAL 1.2+ drivers, as Android does. Exit status 0 iff nothing failed; "
+        "the last line is 'N passed, N failed, N skipped'.",
+    )
+    run.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
+    add_driver_option(run)
+    run.add_argument(
+        "-k", dest="pattern", help="only tests whose name contains PATTERN (or matches a glob)"
+    )
+    run.add_argument("--json", dest="json_file", help="write per-test results to this JSON file")
+    run.add_argument("--no-dynamic", action="store_true", help="skip the dynamic-output-shape runs")
+    run.add_argument(
+        "-v", "--verbose", action="store_true", help="print every test, not only failures"
+    )
+    run.set_defaults(func=cmd_run)
+
+    exp = ssub.add_parser(
+        "expand",
+        help="write the expanded test models as JSON",
+        description="Write every expanded test model in the JSON layout of Android's "
+        "expanded CTS test models: {spec path: [test model, ...]}.",
+    )
+    exp.add_argument("paths", nargs="+", metavar="PATH")
+    exp.add_argument("--json", dest="json_file", required=True, help="output file ('-' for stdout)")
+    exp.add_argument("-k", dest="pattern", help="only tests whose name contains PATTERN")
+    exp.set_defaults(func=cmd_expand)
+    specs.set_defaults(func=lambda a: specs.print_help() or 2)
+
+    rep = sub.add_parser(
+        "replay",
+        help="run one spec and show expected vs actual outputs",
+        description="Run every test model of one spec file on the driver and show, per "
+        "output, the expected and actual values and where they differ.",
+    )
+    rep.add_argument("spec", help="a .mod.py spec file")
+    add_driver_option(rep)
+    rep.add_argument("-k", dest="pattern", help="only tests whose name contains PATTERN")
+    rep.add_argument(
+        "--max-elements", type=int, default=16, help="elements shown per output (default 16)"
+    )
+    rep.set_defaults(func=cmd_replay)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    device = open_device(args.driver)
+    progress = Progress("specs", stream=sys.stderr)
+
+    def on_result(r):
+        progress.advance(r.outcome)
+        if r.outcome == FAIL:
+            progress.print(
+                f"FAILED {r.display_name}: {r.reason}" + (f"  [{r.source}]" if r.source else "")
+            )
+        elif args.verbose:
+            extra = f": {r.reason}" if r.reason else ""
+            progress.print(f"{r.outcome.upper()} {r.display_name}{extra}")
+
+    summary = run_specs(
+        args.paths, device, pattern=args.pattern, dynamic=not args.no_dynamic, on_result=on_result
+    )
+    progress.close()
+    skipped = [r for r in summary.results if r.outcome == SKIP]
+    if skipped and not args.verbose:
+        reasons: dict[str, int] = {}
+        for r in skipped:
+            reasons[r.reason] = reasons.get(r.reason, 0) + 1
+        for reason, n in sorted(reasons.items()):
+            print(f"skipped {n}: {reason}")
+    if args.json_file:
+        Path(args.json_file).write_text(
+            json.dumps([r.to_json() for r in summary.results], indent=1)
+        )
+    print(summary.line)
+    return 1 if summary.count(FAIL) else 0
+
+
+def cmd_expand(args: argparse.Namespace) -> int:
+    out: dict[str, list] = {}
+    failed = 0
+    for path, loaded in load_specs(args.paths):
+        if isinstance(loaded, SpecError):
+            print(f"nnfuzz: {loaded}", file=sys.stderr)
+            failed += 1
+            continue
+        out[str(path)] = [t.to_json() for t in loaded if matches(t.name, args.pattern)]
+    text = json.dumps(out, indent=1)
+    if args.json_file == "-":
+        print(text)
+    else:
+        Path(args.json_file).write_text(text)
+        print(
+            f"{sum(len(v) for v in out.values())} test models from {len(out)} spec files -> {args.json_file}"
+        )
+    return 1 if failed else 0
+
+
+def _fmt(values: np.ndarray, n: int) -> str:
+    flat = values.reshape(-1)
+    shown = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in flat[:n].tolist())
+    return f"[{shown}{', ...' if flat.size > n else ''}]"
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    device = open_device(args.driver)
+    paths = find_specs([args.spec])
+    if not paths:
+        print(f"nnfuzz: no spec at {args.spec}", file=sys.stderr)
+        return 2
+    failed = passed = skipped = 0
+    for path in paths:
+        try:
+            tests = load_spec(path)
+        except SpecError as e:
+            print(f"nnfuzz: {e}", file=sys.stderr)
+            return 1
+        for test in tests:
+            if not matches(test.name, args.pattern):
+                continue
+            r = run_test_model(device, test)
+            print(
+                f"== {r.name}: {r.outcome.upper()}"
+                + (f" ({r.reason})" if r.reason and r.outcome != FAIL else "")
+            )
+            if r.outcome == FAIL and not r.actual:
+                print(f"   {r.reason}")
+            _, _, expected = test.to_hal()
+            for k, want in enumerate(expected):
+                print(f"   output {k} {list(want.shape)}")
+                print(f"     expected {_fmt(want, args.max_elements)}")
+                if r.actual and k < len(r.actual):
+                    print(f"     actual   {_fmt(r.actual[k], args.max_elements)}")
+                for m in r.mismatches:
+                    if m.output == k:
+                        print(f"     DIFFERS: {m}")
+            passed += r.outcome == PASS
+            failed += r.outcome == FAIL
+            skipped += r.outcome == SKIP
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed else 0

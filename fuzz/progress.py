@@ -1,0 +1,57 @@
+"""A live one-line progress display for long runs (only on a terminal; quiet in CI logs).
+
+p = Progress("specs")
+p.advance("passed"); p.print("FAILED ..."); p.close()
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from typing import TextIO
+
+
+class Progress:
+    def __init__(self, label: str, *, total: int | None = None, stream: TextIO | None = None):
+        self.label = label
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.counts: Counter[str] = Counter()
+        self.start = time.monotonic()
+        self._live = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last = 0.0
+        self._shown = False
+
+    @property
+    def done(self) -> int:
+        return sum(self.counts.values())
+
+    def status_line(self) -> str:
+        elapsed = time.monotonic() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        parts = ", ".join(f"{n} {k}" for k, n in sorted(self.counts.items()))
+        of = f"/{self.total}" if self.total else ""
+        return f"{self.label}: {self.done}{of} ({parts}) {elapsed:.0f}s {rate:.1f}/s"
+
+    def advance(self, outcome: str, n: int = 1) -> None:
+        self.counts[outcome] += n
+        now = time.monotonic()
+        if self._live and now - self._last > 0.2:
+            self._last = now
+            self.stream.write("\r\033[K" + self.status_line())
+            self.stream.flush()
+            self._shown = True
+
+    def print(self, message: str) -> None:
+        """A line that stays (failures), printed above the live status line."""
+        if self._shown:
+            self.stream.write("\r\033[K")
+        print(message, file=sys.stdout, flush=True)
+        self._shown = False
+
+    def close(self) -> None:
+        if self._shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._shown = False

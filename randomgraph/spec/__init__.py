@@ -1,0 +1,1 @@
+"""Spec files: load, expand, run, dump (Android test-generator .mod.py format)."""

@@ -1,0 +1,236 @@
+"""Test models: a model together with its example inputs and expected outputs.
+
+This is the exchange form between spec files (loaded or dumped), the random-graph
+generator, the runner and the differential checker. Its JSON layout is the one Android's
+expanded CTS test models use (see ``docs/spec-json.md``): per operand ``data`` holds the
+constant value, the example input (SUBGRAPH_INPUT of the main subgraph) or the expected
+output (SUBGRAPH_OUTPUT), as a flat row-major list in the operand's own type.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from driver.builder import ModelBuilder
+from driver.hal.types import (
+    HalVersion,
+    Model,
+    OperandLifeTime,
+    OperandType,
+    OperationType,
+    SymmPerChannelQuantParams,
+    is_scalar_type,
+)
+from driver.operations.base import storage_dtype
+
+L = OperandLifeTime
+
+
+@dataclass
+class TestOperand:
+    name: str
+    type: OperandType
+    dimensions: list[int]
+    scale: float = 0.0
+    zero_point: int = 0
+    lifetime: OperandLifeTime = L.TEMPORARY_VARIABLE
+    number_of_consumers: int = 0
+    channel_quant: SymmPerChannelQuantParams | None = None
+    is_ignored: bool = False
+    data: list = field(default_factory=list)
+
+    def array(self) -> np.ndarray:
+        """``data`` in the operand's storage dtype and shape."""
+        dims = () if is_scalar_type(self.type) else tuple(self.dimensions)
+        return np.asarray(self.data, dtype=storage_dtype(self.type)).reshape(dims)
+
+
+@dataclass
+class TestOperation:
+    type: OperationType
+    inputs: list[int]
+    outputs: list[int]
+
+
+@dataclass
+class TestSubgraph:
+    operands: list[TestOperand] = field(default_factory=list)
+    operations: list[TestOperation] = field(default_factory=list)
+    input_indexes: list[int] = field(default_factory=list)
+    output_indexes: list[int] = field(default_factory=list)
+    name: str = "None"  # the spec model's name (Android writes str(None) for unnamed)
+
+    def fill_consumers(self) -> None:
+        counts = [0] * len(self.operands)
+        for op in self.operations:
+            for i in op.inputs:
+                counts[i] += 1
+        for operand, c in zip(self.operands, counts):
+            operand.number_of_consumers = c
+
+
+@dataclass
+class TestModel:
+    name: str
+    main: TestSubgraph
+    referenced: list[TestSubgraph] = field(default_factory=list)
+    is_relaxed: bool = False
+    expect_failure: bool = False
+    multinomial_tolerance: float = 0.0
+    min_supported_version: HalVersion | None = HalVersion.V1_0  # None: UNKNOWN
+    test_dynamic_output_shape: bool = True
+    source: str = ""  # spec file (and line) it came from, for messages
+
+    # --- HAL view -------------------------------------------------------------------
+    def to_hal(self) -> tuple[Model, list[np.ndarray | None], list[np.ndarray]]:
+        """(HAL model, request inputs, expected outputs)."""
+        b = ModelBuilder(relaxed=self.is_relaxed)
+        builders = [b] + [b.new_subgraph() for _ in self.referenced]
+        for sb, sg in zip(builders, [self.main, *self.referenced]):
+            for o in sg.operands:
+                dims = () if is_scalar_type(o.type) else o.dimensions
+                i = sb.add_operand(
+                    o.type,
+                    dims,
+                    scale=o.scale,
+                    zero_point=o.zero_point,
+                    channel_quant=o.channel_quant,
+                )
+                if o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
+                    sb.set_value(i, o.array(), by_reference=o.lifetime == L.CONSTANT_REFERENCE)
+                elif o.lifetime == L.NO_VALUE:
+                    sb.operands[i].lifetime = L.NO_VALUE
+                elif o.lifetime == L.SUBGRAPH:
+                    sb.operands[i].lifetime = L.SUBGRAPH
+                    sb.operands[i].subgraph_index = int(o.data[0])
+            for op in sg.operations:
+                sb.add_operation(op.type, op.inputs, op.outputs)
+            sb.identify_inputs_and_outputs(sg.input_indexes, sg.output_indexes)
+        # An input with no data is omitted (Android's CTS convention for optional inputs).
+        inputs = [
+            None if not o.data and not _zero_sized(o) else o.array()
+            for o in (self.main.operands[i] for i in self.main.input_indexes)
+        ]
+        expected = [self.main.operands[i].array() for i in self.main.output_indexes]
+        return b.build(), inputs, expected
+
+    def has_float16(self) -> bool:
+        return any(
+            o.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16)
+            for sg in [self.main, *self.referenced]
+            for o in sg.operands
+        )
+
+    def operation_types(self) -> list[OperationType]:
+        return [op.type for sg in [self.main, *self.referenced] for op in sg.operations]
+
+    # --- JSON -------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "test": self.name,
+            "main": _subgraph_json(self.main),
+            "referenced": [_subgraph_json(s) for s in self.referenced],
+            "isRelaxed": self.is_relaxed,
+            "expectFailure": self.expect_failure,
+            "expectedMultinomialDistributionTolerance": self.multinomial_tolerance,
+            "minSupportedVersion": "UNKNOWN"
+            if self.min_supported_version is None
+            else self.min_supported_version.name,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TestModel:
+        return cls(
+            name=d["test"],
+            main=_subgraph_from_json(d["main"]),
+            referenced=[_subgraph_from_json(s) for s in d.get("referenced", [])],
+            is_relaxed=bool(d.get("isRelaxed", False)),
+            expect_failure=bool(d.get("expectFailure", False)),
+            multinomial_tolerance=float(d.get("expectedMultinomialDistributionTolerance", 0)),
+            min_supported_version=None
+            if d.get("minSupportedVersion", "V1_0") == "UNKNOWN"
+            else HalVersion[d.get("minSupportedVersion", "V1_0")],
+        )
+
+
+def _zero_sized(o: TestOperand) -> bool:
+    return not is_scalar_type(o.type) and 0 in o.dimensions
+
+
+def _json_number(v):
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    f = float(v)
+    return f if math.isfinite(f) else repr(f)
+
+
+def _subgraph_json(sg: TestSubgraph) -> dict[str, Any]:
+    return {
+        "name": sg.name,
+        "operands": [
+            {
+                "name": o.name,
+                "type": o.type.name,
+                "dimensions": list(o.dimensions),
+                "scale": float(o.scale),
+                "zeroPoint": int(o.zero_point),
+                "numberOfConsumers": o.number_of_consumers,
+                "lifetime": o.lifetime.name,
+                "channelQuant": None
+                if o.channel_quant is None
+                else {
+                    "scales": list(o.channel_quant.scales),
+                    "channelDim": o.channel_quant.channel_dim,
+                },
+                "isIgnored": o.is_ignored,
+                "data": [_json_number(v) for v in o.data],
+            }
+            for o in sg.operands
+        ],
+        "operations": [
+            {"type": op.type.name, "inputs": list(op.inputs), "outputs": list(op.outputs)}
+            for op in sg.operations
+        ],
+        "inputIndexes": list(sg.input_indexes),
+        "outputIndexes": list(sg.output_indexes),
+    }
+
+
+def _subgraph_from_json(d: dict[str, Any]) -> TestSubgraph:
+    operands = []
+    for o in d["operands"]:
+        cq = o.get("channelQuant")
+        operands.append(
+            TestOperand(
+                name=o.get("name", ""),
+                type=OperandType[o["type"]],
+                dimensions=list(o["dimensions"]),
+                scale=float(o.get("scale", 0.0)),
+                zero_point=int(o.get("zeroPoint", 0)),
+                lifetime=OperandLifeTime[o["lifetime"]],
+                number_of_consumers=int(o.get("numberOfConsumers", 0)),
+                channel_quant=None
+                if not cq
+                else SymmPerChannelQuantParams(
+                    int(cq["channelDim"]), tuple(float(s) for s in cq["scales"])
+                ),
+                is_ignored=bool(o.get("isIgnored", False)),
+                data=[float(v) if isinstance(v, str) else v for v in o.get("data", [])],
+            )
+        )
+    return TestSubgraph(
+        operands,
+        [
+            TestOperation(OperationType[op["type"]], list(op["inputs"]), list(op["outputs"]))
+            for op in d["operations"]
+        ],
+        list(d["inputIndexes"]),
+        list(d["outputIndexes"]),
+        str(d.get("name", "None")),
+    )
