@@ -837,7 +837,7 @@ class AxisConverter(ModelVariation):
     def SetToDefaultName(self):
         axis = self.target if self.target >= 0 else self.target + self.dim
         axis -= len([i for i in self.drop if i < axis])
-        name = "dim%d_axis%d" % (self.dim - len(self.drop), axis)
+        name = f"dim{self.dim - len(self.drop)}_axis{axis}"
         self.name = name if self.target >= 0 else name + "_neg"
 
     def _transpose(self, op):

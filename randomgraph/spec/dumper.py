@@ -108,17 +108,16 @@ def dump_spec(
         var_names.append(vn)
         op_names.append(on)
     model_vars = ["model"] + [f"sub{k}" for k in range(len(test.referenced))]
-    # Referenced subgraphs first (deepest last-referenced first is not needed: a model
-    # variable only has to exist before a SubgraphReference names it).
-    order = list(range(1, len(subgraphs))) + [0]
-    for s in order:
+    # Every model object exists before any SubgraphReference names one; the main model
+    # is created last (and the example names it explicitly anyway).
+    lines.append("")
+    for s in range(1, len(subgraphs)):
+        lines.append(f"{model_vars[s]} = Model({subgraphs[s].name!r})")
+    lines.append("model = Model()")
+    for s in [*range(1, len(subgraphs)), 0]:
         sg = subgraphs[s]
         mv = model_vars[s]
         lines.append("")
-        if s == 0:
-            lines.append(f"{mv} = Model()")
-        else:
-            lines.append(f"{mv} = Model({sg.name!r})")
         for i, o in enumerate(sg.operands):
             v, name = var_names[s][i], op_names[s][i]
             if o.lifetime == L.SUBGRAPH_INPUT:
