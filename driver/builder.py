@@ -77,12 +77,17 @@ class SubgraphBuilder:
         channel_quant: SymmPerChannelQuantParams | None = None,
         extra_params: object = None,
     ) -> int:
-        """A temporary operand (lifetime TEMPORARY_VARIABLE)."""
+        """A temporary operand (lifetime TEMPORARY_VARIABLE). Scales are rounded to
+        float32, as the HAL carries them."""
+        if channel_quant is not None:
+            channel_quant = SymmPerChannelQuantParams(
+                channel_quant.channel_dim, tuple(float(np.float32(x)) for x in channel_quant.scales)
+            )
         self.operands.append(
             _OperandDraft(
                 int(type),
                 tuple(int(d) for d in dimensions),
-                float(scale),
+                float(np.float32(scale)),
                 int(zero_point),
                 extra_params=channel_quant if channel_quant is not None else extra_params,
             )

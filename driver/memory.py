@@ -37,8 +37,9 @@ class SharedMemory(MemoryHandle):
         self._closed = False
         if fd is None:
             fd = os.memfd_create("nnfuzz-pool", os.MFD_CLOEXEC)
-            if size:
-                os.ftruncate(fd, size)
+            # The file backs the 1-byte mapping an empty pool still gets (mmap refuses
+            # to map past the end of a file).
+            os.ftruncate(fd, max(size, 1))
         self.fd = fd
         # mmap of length 0 is an error; keep a 1-byte mapping for empty pools.
         self._map = mmap.mmap(fd, max(size, 1), mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
@@ -46,7 +47,12 @@ class SharedMemory(MemoryHandle):
     @classmethod
     def from_fd(cls, fd: int, size: int) -> SharedMemory:
         """Map a pool received from another process (the fd is duplicated)."""
-        return cls(size, fd=os.dup(fd))
+        dup = os.dup(fd)
+        try:
+            return cls(size, fd=dup)
+        except BaseException:
+            os.close(dup)
+            raise
 
     def buffer(self) -> memoryview:
         return memoryview(self._map)[: self.size]

@@ -10,6 +10,7 @@ output (SUBGRAPH_OUTPUT), as a flat row-major list in the operand's own type.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,8 @@ L = OperandLifeTime
 
 @dataclass
 class TestOperand:
+    __test__ = False  # not a pytest test class
+
     name: str
     type: OperandType
     dimensions: list[int]
@@ -51,6 +54,8 @@ class TestOperand:
 
 @dataclass
 class TestOperation:
+    __test__ = False  # not a pytest test class
+
     type: OperationType
     inputs: list[int]
     outputs: list[int]
@@ -58,6 +63,8 @@ class TestOperation:
 
 @dataclass
 class TestSubgraph:
+    __test__ = False  # not a pytest test class
+
     operands: list[TestOperand] = field(default_factory=list)
     operations: list[TestOperation] = field(default_factory=list)
     input_indexes: list[int] = field(default_factory=list)
@@ -75,6 +82,8 @@ class TestSubgraph:
 
 @dataclass
 class TestModel:
+    __test__ = False  # not a pytest test class
+
     name: str
     main: TestSubgraph
     referenced: list[TestSubgraph] = field(default_factory=list)
@@ -110,13 +119,81 @@ class TestModel:
             for op in sg.operations:
                 sb.add_operation(op.type, op.inputs, op.outputs)
             sb.identify_inputs_and_outputs(sg.input_indexes, sg.output_indexes)
-        # An input with no data is omitted (Android's CTS convention for optional inputs).
+        # An input with no data is omitted (Android's CTS harness: hasNoValue when the
+        # operand's data is empty).
         inputs = [
-            None if not o.data and not _zero_sized(o) else o.array()
+            None if not o.data else o.array()
             for o in (self.main.operands[i] for i in self.main.input_indexes)
         ]
         expected = [self.main.operands[i].array() for i in self.main.output_indexes]
         return b.build(), inputs, expected
+
+    @classmethod
+    def from_hal(
+        cls,
+        name: str,
+        model: Model,
+        inputs: Sequence[np.ndarray | None] = (),
+        expected: Sequence[np.ndarray] = (),
+        **kw,
+    ) -> TestModel:
+        """The test model of a HAL model plus example inputs and expected outputs
+        (missing ones are left empty)."""
+        from driver.validation import read_constant
+
+        subgraphs = []
+        for s, sg in enumerate([model.main, *model.referenced]):
+            feeds: dict[int, np.ndarray | None] = {}
+            if s == 0:
+                feeds.update(zip(sg.input_indexes, inputs))
+                feeds.update(zip(sg.output_indexes, expected))
+            operands = []
+            for i, o in enumerate(sg.operands):
+                if o.lifetime == L.SUBGRAPH:
+                    data = [int(o.location.offset)]
+                elif o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
+                    data = np.asarray(read_constant(model, o)).reshape(-1).tolist()
+                elif feeds.get(i) is not None:
+                    data = np.asarray(feeds[i]).reshape(-1).tolist()
+                else:
+                    data = []
+                cq = (
+                    o.extra_params
+                    if isinstance(o.extra_params, SymmPerChannelQuantParams)
+                    else None
+                )
+                operands.append(
+                    TestOperand(
+                        name=f"op{i}",
+                        type=OperandType(o.type),
+                        dimensions=list(o.dimensions),
+                        scale=float(o.scale),
+                        zero_point=int(o.zero_point),
+                        lifetime=OperandLifeTime(o.lifetime),
+                        number_of_consumers=o.number_of_consumers,
+                        channel_quant=cq,
+                        data=data,
+                    )
+                )
+            subgraphs.append(
+                TestSubgraph(
+                    operands,
+                    [
+                        TestOperation(OperationType(op.type), list(op.inputs), list(op.outputs))
+                        for op in sg.operations
+                    ],
+                    list(sg.input_indexes),
+                    list(sg.output_indexes),
+                    "None" if s == 0 else f"sub{s - 1}",
+                )
+            )
+        return cls(
+            name=name,
+            main=subgraphs[0],
+            referenced=subgraphs[1:],
+            is_relaxed=model.relax_computation_float32_to_float16,
+            **kw,
+        )
 
     def has_float16(self) -> bool:
         return any(
@@ -155,10 +232,6 @@ class TestModel:
             if d.get("minSupportedVersion", "V1_0") == "UNKNOWN"
             else HalVersion[d.get("minSupportedVersion", "V1_0")],
         )
-
-
-def _zero_sized(o: TestOperand) -> bool:
-    return not is_scalar_type(o.type) and 0 in o.dimensions
 
 
 def _json_number(v):

@@ -1,0 +1,619 @@
+"""Spec files: expansion rules, loader errors, dump/load round trip, the runner and CLI."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from driver.device import ReferenceDevice
+from driver.hal.types import HalVersion, OperandLifeTime, OperandType, OperationType
+from fuzz.cli import main as cli_main
+from randomgraph.spec.dsl import SpecError
+from randomgraph.spec.dumper import dump_spec
+from randomgraph.spec.loader import load_spec
+from randomgraph.spec.runner import FAIL, PASS, SKIP, run_specs, run_test_model
+from randomgraph.testmodel import TestModel, TestOperand, TestOperation, TestSubgraph
+from tests.operations.examples import all_examples
+
+L = OperandLifeTime
+T = OperandType
+
+
+def spec(tmp_path: Path, name: str, text: str, folder: str = "V1_2") -> Path:
+    d = tmp_path / folder
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{name}.mod.py"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def by_name(tests):
+    return {t.name: t for t in tests}
+
+
+def operand(test, name, subgraph=None):
+    sg = test.main if subgraph is None else test.referenced[subgraph]
+    return next(o for o in sg.operands if o.name == name)
+
+
+ADD_SPEC = """
+    model = Model()
+    a = Input("a", "TENSOR_FLOAT32", "{2}")
+    b = Input("b", ("TENSOR_FLOAT32", [2]))
+    out = Output("out", ("TENSOR_FLOAT32", [2]))
+    model.Operation("ADD", a, b, 0).To(out)
+    Example({a: [1.0, 2.0], b: [0.5, -4.0], out: [1.5, -2.0]})
+"""
+
+
+# --- naming and the automatic lifetime variations ---------------------------------------
+
+
+def test_single_operation_gets_lifetime_variations_that_apply(tmp_path):
+    tests = load_spec(spec(tmp_path, "plus", ADD_SPEC))
+    # No constant tensor, so all_tensors_as_inputs cannot apply and is skipped silently.
+    assert [t.name for t in tests] == ["plus", "plus_all_inputs_as_internal"]
+    base, internal = tests
+    assert [o.name for o in base.main.operands] == ["a", "b", "param", "out"]
+    assert operand(base, "param").lifetime == L.CONSTANT_COPY and operand(base, "param").data == [0]
+    assert base.main.input_indexes == [0, 1] and base.main.output_indexes == [3]
+    # Each compatible input is fed through "x_new + dummy(zero point)" and becomes internal.
+    assert [o.lifetime for o in internal.main.operands[:2]] == [L.TEMPORARY_VARIABLE] * 2
+    names = [o.name for o in internal.main.operands]
+    assert names[4:] == ["a_new", "dummy", "param1", "b_new", "dummy1", "param2"]
+    assert [op.type for op in internal.main.operations] == [OperationType.ADD] * 3
+    # Topological order: the two feeding ADDs come before the original one.
+    assert internal.main.operations[2].inputs == [0, 1, 2]
+    assert operand(internal, "a_new").data == [1.0, 2.0]
+
+
+def test_constant_tensors_become_inputs_in_the_all_tensors_variation(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_FLOAT32", "{2}")
+        w = Parameter("w", "TENSOR_FLOAT32", "{2}", [3.0, 4.0])
+        out = Output("out", "TENSOR_FLOAT32", "{2}")
+        model.Operation("MUL", a, w, 0).To(out)
+        Example({a: [1.0, 2.0], out: [3.0, 8.0]})
+    """
+    tests = by_name(load_spec(spec(tmp_path, "times", text)))
+    assert set(tests) == {
+        "times",
+        "times_all_inputs_as_internal",
+        "times_all_tensors_as_inputs",
+        "times_all_tensors_as_inputs_all_inputs_as_internal",
+    }
+    t = tests["times_all_tensors_as_inputs"]
+    assert operand(t, "w").lifetime == L.SUBGRAPH_INPUT and t.main.input_indexes == [0, 1]
+    assert operand(t, "w").data == [3.0, 4.0]
+
+
+def test_repeated_examples_get_numbered_names(tmp_path):
+    text = (
+        ADD_SPEC
+        + """
+    Example({a: [0.0, 0.0], b: [1.0, 1.0], out: [1.0, 1.0]})
+    """
+    )
+    names = [t.name for t in load_spec(spec(tmp_path, "plus", text))]
+    assert names == [
+        "plus",
+        "plus_all_inputs_as_internal",
+        "plus_2",
+        "plus_all_inputs_as_internal_2",
+    ]
+
+
+def test_model_and_example_names_join_the_test_name(tmp_path):
+    text = """
+        model = Model("small")
+        a = Input("a", "TENSOR_FLOAT32", "{1}")
+        out = Output("out", "TENSOR_FLOAT32", "{1}")
+        model.Operation("RELU", a).To(out)
+        Example({a: [-1.0], out: [0.0]}, name="neg").DisableLifeTimeVariation()
+    """
+    (t,) = load_spec(spec(tmp_path, "act", text))
+    assert t.name == "act_small_neg" and t.main.name == "small"
+
+
+def test_string_type_syntax_with_scale_and_zero_point(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_QUANT8_ASYMM", "{1, 2}, 0.5f, 127")
+        out = Output("out", "TENSOR_QUANT8_ASYMM", "{1, 2}, 0.5f, 127")
+        model.Operation("RELU", a).To(out)
+        Example({a: [100, 200], out: [127, 200]}).DisableLifeTimeVariation()
+    """
+    (t,) = load_spec(spec(tmp_path, "q", text))
+    a = operand(t, "a")
+    assert (a.type, a.dimensions, a.scale, a.zero_point) == (
+        T.TENSOR_QUANT8_ASYMM,
+        [1, 2],
+        0.5,
+        127,
+    )
+
+
+# --- variations ---------------------------------------------------------------------------
+
+
+def test_relaxed_and_float16_variations(tmp_path):
+    text = (
+        ADD_SPEC
+        + """
+    Example.examples = None  # specs may poke at names; harmless
+    """
+    )
+    text = ADD_SPEC.replace(
+        "Example({a: [1.0, 2.0], b: [0.5, -4.0], out: [1.5, -2.0]})",
+        'Example({a: [1.0, 2.0], b: [0.5, -4.0], out: [1.5, -2.0]}).AddVariations("relaxed", "float16").DisableLifeTimeVariation()',
+    )
+    tests = by_name(load_spec(spec(tmp_path, "plus", text)))
+    assert list(tests) == ["plus", "plus_relaxed", "plus_float16"]
+    assert not tests["plus"].is_relaxed and tests["plus_relaxed"].is_relaxed
+    assert tests["plus"].min_supported_version == HalVersion.V1_2  # the folder's version
+    assert tests["plus_relaxed"].min_supported_version is None  # relaxed: UNKNOWN
+    f16 = tests["plus_float16"]
+    assert [o.type for o in f16.main.operands] == [
+        T.TENSOR_FLOAT16,
+        T.TENSOR_FLOAT16,
+        T.INT32,
+        T.TENSOR_FLOAT16,
+    ]
+    assert operand(f16, "out").data == [1.5, -2.0]
+
+
+def test_data_type_converter_quantizes_values_half_to_even(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_FLOAT32", "{4}")
+        out = Output("out", "TENSOR_FLOAT32", "{4}")
+        model.Operation("RELU", a).To(out)
+        quant8 = DataTypeConverter().Identify({
+            a: ("TENSOR_QUANT8_ASYMM", 0.5, 128),
+            out: ("TENSOR_QUANT8_ASYMM", 0.5, 128),
+        })
+        Example({a: [0.25, 0.75, -100.0, 1.0], out: [0.25, 0.75, 0.0, 1.0]}).AddVariations(quant8).DisableLifeTimeVariation()
+    """
+    tests = by_name(load_spec(spec(tmp_path, "r", text)))
+    assert list(tests) == ["r", "r_quant8"]
+    q = tests["r_quant8"]
+    # 0.25/0.5 = 0.5 -> 0 (half to even) + 128; 0.75/0.5 = 1.5 -> 2; -200 saturates at 0.
+    assert operand(q, "a").data == [128, 130, 0, 130]
+    assert operand(q, "a").type == T.TENSOR_QUANT8_ASYMM and operand(q, "a").scale == 0.5
+    assert operand(q, "out").data == [128, 130, 128, 130]
+
+
+def test_nchw_variation_transposes_operands_and_sets_the_layout(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_FLOAT32", "{1, 2, 3, 2}")
+        out = Output("out", "TENSOR_FLOAT32", "{1, 2, 3, 2}")
+        layout = BoolScalar("layout", False)
+        model.Operation("SPACE_TO_DEPTH", a, 1, layout).To(out)
+        vals = list(range(12))
+        Example({a: vals, out: vals}).AddNchw(a, out, layout).DisableLifeTimeVariation()
+    """
+    tests = by_name(load_spec(spec(tmp_path, "s2d", text)))
+    assert list(tests) == ["s2d_nhwc", "s2d_nchw"]
+    nchw = tests["s2d_nchw"]
+    assert operand(nchw, "a").dimensions == [1, 2, 2, 3]
+    expected = np.arange(12.0).reshape(1, 2, 3, 2).transpose(0, 3, 1, 2).reshape(-1).tolist()
+    assert operand(nchw, "a").data == expected
+    assert operand(nchw, "layout").data == [True]
+    assert operand(tests["s2d_nhwc"], "layout").data == [False]
+
+
+def test_activation_variations_clamp_expected_outputs(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_FLOAT32", "{4}")
+        b = Input("b", "TENSOR_FLOAT32", "{4}")
+        act = Int32Scalar("act", 0)
+        out = Output("out", "TENSOR_FLOAT32", "{4}")
+        model.Operation("ADD", a, b, act).To(out)
+        Example({a: [-3.0, -0.5, 0.5, 8.0], b: [0.0] * 4, out: [-3.0, -0.5, 0.5, 8.0]}).AddAllActivations(out, act).DisableLifeTimeVariation()
+    """
+    tests = by_name(load_spec(spec(tmp_path, "sum", text)))
+    assert list(tests) == ["sum_none", "sum_relu", "sum_relu1", "sum_relu6"]
+    assert operand(tests["sum_relu"], "out").data == [0.0, 0.0, 0.5, 8.0]
+    assert operand(tests["sum_relu1"], "out").data == [-1.0, -0.5, 0.5, 1.0]
+    assert operand(tests["sum_relu6"], "out").data == [0.0, 0.0, 0.5, 6.0]
+    assert operand(tests["sum_relu6"], "act").data == [3]
+
+
+def test_axis_variations_move_the_axis_and_name_it(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_FLOAT32", "{2, 3}")
+        out = Output("out", "TENSOR_FLOAT32", "{2, 3}")
+        axis = Int32Scalar("axis", -1)
+        model.Operation("SOFTMAX", a, 1.0, axis).To(out)
+        Example({a: [0.0] * 6, out: [1 / 3] * 6}).AddAllAxis(a, out, axis).DisableLifeTimeVariation()
+    """
+    tests = by_name(load_spec(spec(tmp_path, "sm", text)))
+    assert list(tests) == [
+        "sm_dim2_axis0_neg",
+        "sm_dim2_axis1_neg",
+        "sm_dim2_axis0",
+        "sm_dim2_axis1",
+    ]
+    t = tests["sm_dim2_axis0"]
+    assert operand(t, "a").dimensions == [3, 2] and operand(t, "axis").data == [0]
+    assert operand(tests["sm_dim2_axis1_neg"], "axis").data == [-1]
+
+
+def test_dims_variations_drop_leading_axes(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_FLOAT32", "{2, 2, 3}")
+        out = Output("out", "TENSOR_FLOAT32", "{2, 2, 3}")
+        axis = Int32Scalar("axis", 2)
+        model.Operation("SOFTMAX", a, 1.0, axis).To(out)
+        vals = [float(i) for i in range(12)]
+        Example({a: vals, out: vals}).AddAllDims(a, out, axis).DisableLifeTimeVariation()
+    """
+    tests = by_name(load_spec(spec(tmp_path, "sm", text)))
+    assert list(tests) == ["sm_dim3_axis2", "sm_dim2_axis1", "sm_dim1_axis0"]
+    t = tests["sm_dim1_axis0"]
+    assert operand(t, "a").dimensions == [3] and operand(t, "a").data == [0.0, 1.0, 2.0]
+    assert operand(t, "axis").data == [0]
+
+
+def test_expect_failure_multinomial_and_versions(tmp_path):
+    text = """
+        model = Model().IntroducedIn("V1_0")
+        a = Input("a", "TENSOR_FLOAT32", "{1}")
+        out = Output("out", "TENSOR_FLOAT32", "{1}")
+        model.Operation("RELU", a).To(out)
+        Example({a: [1.0], out: [1.0]}).ExpectFailure()
+        Example({a: [2.0], out: [2.0]}, name="tol").WithMultinomialDistributionTolerance(0.1)
+        Example.SetVersion("V1_3", "v_tol")
+    """
+    tests = by_name(load_spec(spec(tmp_path, "v", text, folder="V1_2")))
+    assert tests["v"].expect_failure and tests["v"].min_supported_version == HalVersion.V1_0
+    # A multinomial tolerance turns the lifetime variations off.
+    assert "v_tol_all_inputs_as_internal" not in tests
+    assert tests["v_tol"].multinomial_tolerance == 0.1
+    assert tests["v_tol"].min_supported_version == HalVersion.V1_3
+
+
+def test_should_never_be_internal_and_outputs_as_internal(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_FLOAT32", "{2}").ShouldNeverBeInternal()
+        b = Input("b", "TENSOR_FLOAT32", "{2}")
+        out = Output("out", "TENSOR_FLOAT32", "{2}")
+        model.Operation("ADD", a, b, 0).To(out)
+        Example({a: [1.0, 2.0], b: [1.0, 1.0], out: [2.0, 3.0]}).AddVariations(AllOutputsAsInternalCoverter())
+    """
+    tests = by_name(load_spec(spec(tmp_path, "x", text)))
+    internal = tests["x_all_inputs_as_internal"]
+    assert operand(internal, "a").lifetime == L.SUBGRAPH_INPUT  # never internal
+    assert operand(internal, "b").lifetime == L.TEMPORARY_VARIABLE
+    outs = tests["x_all_outputs_as_internal"]
+    assert operand(outs, "out").lifetime == L.TEMPORARY_VARIABLE
+    assert operand(outs, "out_new").lifetime == L.SUBGRAPH_OUTPUT and operand(
+        outs, "out_new"
+    ).data == [2.0, 3.0]
+
+
+IF_SPEC = """
+    def branch(name, value):
+        m = Model(name)
+        x = Input("x", "TENSOR_FLOAT32", "{2}")
+        y = Output("y", "TENSOR_FLOAT32", "{2}")
+        m.Operation("ADD", x, [value, value], 0).To(y)
+        return m
+
+    then_model = branch("then", 1.0)
+    else_model = branch("else", -1.0)
+    cond = Input("cond", "TENSOR_BOOL8", "{1}")
+    x = Input("x", "TENSOR_FLOAT32", "{2}")
+    y = Output("y", "TENSOR_FLOAT32", "{2}")
+    model = Model().Operation("IF", cond, then_model, else_model, x).To(y)
+    Example({cond: [True], x: [1.0, 2.0], y: [2.0, 3.0]}, name="true")
+    Example({cond: [False], x: [1.0, 2.0], y: [0.0, 1.0]}, name="false")
+"""
+
+
+def test_control_flow_spec_with_referenced_models(tmp_path):
+    tests = by_name(load_spec(spec(tmp_path, "if_simple", IF_SPEC, folder="V1_3")))
+    # One operation, so the lifetime variations apply (x is compatible with ADD; the
+    # BOOL8 condition is not).
+    assert list(tests) == [
+        "if_simple_true",
+        "if_simple_true_all_inputs_as_internal",
+        "if_simple_false",
+        "if_simple_false_all_inputs_as_internal",
+    ]
+    t = tests["if_simple_true"]
+    assert [sg.name for sg in t.referenced] == ["then", "else"]
+    subgraph_operands = [o for o in t.main.operands if o.lifetime == L.SUBGRAPH]
+    assert [o.data for o in subgraph_operands] == [[0], [1]]
+    # Operand names stay unique across the whole spec, as Android's generator keeps them.
+    assert [o.name for o in t.main.operands] == ["cond", "param4", "param5", "x2", "y2"]
+    assert t.referenced[0].input_indexes == [0] and t.referenced[0].output_indexes == [3]
+
+
+# --- loader errors name file and line ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body, line, message",
+    [
+        ("model = Model()\nx = (\n", 2, "syntax error"),
+        (
+            'model = Model()\na = Input("a", "TENSOR_FLOAT32", "{1}")\nout = Output("o", "TENSOR_FLOAT32", "{1}")\n'
+            'model.Operation("NO_SUCH_OP", a).To(out)\nExample({a: [1.0], out: [1.0]})\n',
+            4,
+            "unknown operation 'NO_SUCH_OP'",
+        ),
+        (
+            'model = Model()\na = Input("a", "TENSOR_FLOAT32", "{2}")\nout = Output("o", "TENSOR_FLOAT32", "{2}")\n'
+            'model.Operation("RELU", a).To(out)\nExample({a: [1.0, 2.0, 3.0], out: [1.0, 2.0]})\n',
+            2,
+            "needs 2 values, got 3",
+        ),
+        ("model = Model()\nundefined_name + 1\n", 2, "NameError"),
+    ],
+    ids=["syntax", "unknown-op", "value-count", "runtime"],
+)
+def test_loader_errors_give_file_and_line(tmp_path, body, line, message):
+    p = tmp_path / "bad.mod.py"
+    p.write_text(body)
+    with pytest.raises(SpecError) as info:
+        load_spec(p)
+    assert info.value.line == line and message in str(info.value)
+    assert str(info.value).startswith(f"{p}:{line}:")
+
+
+# --- dump -> load round trip ----------------------------------------------------------------
+
+
+def _normalized(test: TestModel) -> dict:
+    d = test.to_json()
+    for sg in [d["main"], *d["referenced"]]:
+        for o in sg["operands"]:
+            o.pop("name")
+    return d
+
+
+def _round_trip(tmp_path: Path, test: TestModel) -> TestModel:
+    p = tmp_path / f"{test.name}.mod.py"
+    p.write_text(dump_spec(test, results={"reference": [np.zeros(3)]}))
+    (back,) = load_spec(p)
+    return back
+
+
+def _spec_expressible(ex) -> bool:
+    """Spec examples give every main input and output its full dims (Android's format has
+    no way to feed an input of unspecified shape)."""
+    model, _ = ex.model()
+    main = model.main
+    return all(
+        0 not in main.operands[i].dimensions for i in (*main.input_indexes, *main.output_indexes)
+    )
+
+
+@pytest.mark.parametrize(
+    "ex", [e for e in all_examples() if _spec_expressible(e)], ids=lambda e: e.name
+)
+def test_dump_load_round_trip_of_every_example(tmp_path, ex):
+    model, feeds = ex.model()
+    version = None if ex.relaxed else HalVersion.V1_3  # relaxed tests have no minimum
+    test = TestModel.from_hal(
+        ex.name, model, feeds, ex.expected or (), min_supported_version=version
+    )
+    back = _round_trip(tmp_path, test)
+    assert back.name == test.name
+    assert _normalized(back) == _normalized(test)
+
+
+def _scalar_data(t, draw):
+    return [draw(st.integers(-5, 5)) if t == T.INT32 else draw(st.booleans())]
+
+
+@st.composite
+def plausible_test_models(draw):
+    """Structurally plausible test models (not necessarily valid for a driver): random
+    types, quantization, per-channel params, lifetimes, relaxed flag, control flow."""
+    from driver.hal.types import SymmPerChannelQuantParams
+
+    tensor_types = [
+        T.TENSOR_FLOAT32,
+        T.TENSOR_FLOAT16,
+        T.TENSOR_QUANT8_ASYMM,
+        T.TENSOR_QUANT8_ASYMM_SIGNED,
+        T.TENSOR_INT32,
+        T.TENSOR_BOOL8,
+    ]
+
+    def tensor(name, lifetime, with_data):
+        t = draw(st.sampled_from(tensor_types + [T.TENSOR_QUANT8_SYMM_PER_CHANNEL]))
+        dims = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+        n = int(np.prod(dims))
+        scale, zp, cq = 0.0, 0, None
+        if t in (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED):
+            scale = draw(st.sampled_from([0.5, 0.1, 1.0 / 3.0]))
+            zp = draw(st.integers(0, 255) if t == T.TENSOR_QUANT8_ASYMM else st.integers(-128, 127))
+        if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            cq = SymmPerChannelQuantParams(
+                0, tuple(draw(st.lists(st.floats(0.01, 4.0), min_size=dims[0], max_size=dims[0])))
+            )
+        if not with_data:
+            data = []
+        elif t in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16):
+            data = draw(st.lists(st.floats(-1e6, 1e6, width=32), min_size=n, max_size=n))
+        elif t == T.TENSOR_BOOL8:
+            data = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        else:
+            lo, hi = {T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_INT32: (-1000, 1000)}.get(
+                t, (-128, 127)
+            )
+            data = draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
+        return TestOperand(name, t, dims, scale, zp, lifetime, channel_quant=cq, data=data)
+
+    def subgraph(prefix, with_data, refs):
+        operands = [tensor(f"{prefix}in0", L.SUBGRAPH_INPUT, with_data)]
+        operations = []
+        for k in range(draw(st.integers(1, 3))):
+            ins = [draw(st.integers(0, len(operands) - 1))]
+            if draw(st.booleans()):
+                operands.append(tensor(f"{prefix}c{k}", L.CONSTANT_COPY, True))
+                ins.append(len(operands) - 1)
+            if draw(st.booleans()):
+                operands.append(
+                    TestOperand(
+                        f"{prefix}p{k}",
+                        T.INT32,
+                        [],
+                        lifetime=L.CONSTANT_COPY,
+                        data=_scalar_data(T.INT32, draw),
+                    )
+                )
+                ins.append(len(operands) - 1)
+            if refs and (k == 0 or draw(st.booleans())):  # every referenced model is used
+                operands.append(
+                    TestOperand(
+                        f"{prefix}g{k}",
+                        T.SUBGRAPH,
+                        [],
+                        lifetime=L.SUBGRAPH,
+                        data=[draw(st.integers(0, refs - 1))],
+                    )
+                )
+                ins.append(len(operands) - 1)
+            last = k == 0
+            operands.append(
+                tensor(
+                    f"{prefix}t{k}",
+                    L.SUBGRAPH_OUTPUT if last else L.TEMPORARY_VARIABLE,
+                    with_data and last,
+                )
+            )
+            operations.append(
+                TestOperation(
+                    draw(st.sampled_from(list(OperationType)[:102])), ins, [len(operands) - 1]
+                )
+            )
+        sg = TestSubgraph(
+            operands,
+            operations,
+            [i for i, o in enumerate(operands) if o.lifetime == L.SUBGRAPH_INPUT],
+            [i for i, o in enumerate(operands) if o.lifetime == L.SUBGRAPH_OUTPUT],
+        )
+        sg.fill_consumers()
+        return sg
+
+    n_refs = draw(st.integers(0, 1))
+    referenced = [subgraph(f"r{k}_", False, 0) for k in range(n_refs)]
+    for k, sg in enumerate(referenced):
+        sg.name = f"ref{k}"
+    main = subgraph("m_", True, n_refs)
+    relaxed = draw(st.booleans())
+    return TestModel(
+        name="rt",
+        main=main,
+        referenced=referenced,
+        is_relaxed=relaxed,
+        expect_failure=draw(st.booleans()),
+        min_supported_version=None if relaxed else draw(st.sampled_from(list(HalVersion))),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(test=plausible_test_models())
+def test_dump_load_round_trip_property(tmp_path_factory, test):
+    tmp = tmp_path_factory.mktemp("rt")
+    back = _round_trip(tmp, test)
+    assert _normalized(back) == _normalized(test)
+
+
+# --- runner and CLI ---------------------------------------------------------------------------
+
+
+def test_runner_passes_fails_and_skips(tmp_path):
+    good = spec(tmp_path, "good", ADD_SPEC)
+    wrong = spec(tmp_path, "wrong", ADD_SPEC.replace("out: [1.5, -2.0]", "out: [1.5, -2.5]"))
+    device = ReferenceDevice()
+    summary = run_specs([good, wrong], device)
+    outcome = {(r.name, r.dynamic): r for r in summary.results}
+    assert outcome[("good", False)].outcome == PASS
+    assert outcome[("good", True)].outcome == PASS  # the dynamic-output-shape run
+    bad = outcome[("wrong", False)]
+    assert (
+        bad.outcome == FAIL
+        and "output 0: 1/2 elements differ" in bad.reason
+        and "-2.5" in bad.reason
+    )
+    partial = ReferenceDevice(support_filter=lambda m, i: False)
+    r = run_specs([good], partial).results[0]
+    assert r.outcome == SKIP and "does not support ADD" in r.reason
+
+
+def test_expect_failure_passes_only_when_rejected(tmp_path):
+    p = spec(
+        tmp_path,
+        "bad_act",
+        ADD_SPEC.replace("0).To(out)", "7).To(out)").replace("Example(", "Example(").rstrip()
+        + ".ExpectFailure()\n",
+    )
+    results = run_specs([p], ReferenceDevice()).results
+    assert results and all(r.outcome == PASS for r in results)
+    ok = spec(tmp_path, "ok_but_expected_to_fail", ADD_SPEC.rstrip() + ".ExpectFailure()\n")
+    results = run_specs([ok], ReferenceDevice()).results
+    assert results and all(r.outcome == FAIL for r in results)
+
+
+def test_feature_level_driver_skips_newer_tests(tmp_path):
+    p = spec(tmp_path, "plus", ADD_SPEC, folder="V1_2")
+    r = run_specs([p], ReferenceDevice(version=HalVersion.V1_1)).results[0]
+    assert r.outcome == SKIP and "needs HAL 1.2" in r.reason
+
+
+def test_a_driver_that_raises_is_reported_not_propagated(tmp_path):
+    class Exploding(ReferenceDevice):
+        def prepare_model(self, *a, **k):
+            raise RuntimeError("boom")
+
+    (test, *_) = load_spec(spec(tmp_path, "plus", ADD_SPEC))
+    r = run_test_model(Exploding(), test)
+    assert r.outcome == FAIL and "crash: RuntimeError: boom" in r.reason
+
+
+def test_cli_specs_run_counts_json_and_exit_status(tmp_path, capsys):
+    good = spec(tmp_path, "good", ADD_SPEC)
+    broken = tmp_path / "V1_2" / "broken.mod.py"
+    broken.write_text("model = Model(\n")
+    out_json = tmp_path / "results.json"
+    status = cli_main(["specs", "run", str(tmp_path), "--json", str(out_json)])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert status == 1
+    assert lines[-1] == "4 passed, 1 failed, 0 skipped"
+    assert any("broken.mod.py:1" in line for line in lines)
+    results = json.loads(out_json.read_text())
+    assert {r["test"] for r in results} >= {"good", "good_all_inputs_as_internal", "broken.mod.py"}
+    assert cli_main(["specs", "run", str(good), "-k", "internal"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
+
+
+def test_cli_specs_expand_and_replay(tmp_path, capsys):
+    good = spec(tmp_path, "good", ADD_SPEC)
+    out = tmp_path / "expanded.json"
+    assert cli_main(["specs", "expand", str(good), "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    (tests,) = data.values()
+    assert [t["test"] for t in tests] == ["good", "good_all_inputs_as_internal"]
+    assert tests[0]["main"]["operations"] == [{"type": "ADD", "inputs": [0, 1, 2], "outputs": [3]}]
+    capsys.readouterr()
+    wrong = spec(tmp_path, "wrong", ADD_SPEC.replace("out: [1.5, -2.0]", "out: [1.5, -2.5]"))
+    assert cli_main(["replay", str(wrong), "-k", "wrong"]) == 1
+    text = capsys.readouterr().out
+    assert "expected [1.5, -2.5]" in text and "actual   [1.5, -2]" in text and "DIFFERS" in text
