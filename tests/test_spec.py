@@ -436,7 +436,7 @@ def plausible_test_models(draw):
     ]
 
     def tensor(name, lifetime, with_data):
-        t = draw(st.sampled_from(tensor_types + [T.TENSOR_QUANT8_SYMM_PER_CHANNEL]))
+        t = draw(st.sampled_from([*tensor_types, T.TENSOR_QUANT8_SYMM_PER_CHANNEL]))
         dims = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
         n = int(np.prod(dims))
         scale, zp, cq = 0.0, 0, None
