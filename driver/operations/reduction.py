@@ -1,7 +1,400 @@
-"""Operation family module (declarations, shape inference and kernels together)."""
+"""Reductions: MEAN, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY,
+REDUCE_ALL, ARGMAX, ARGMIN, TOPK_V2.
+
+Android's kernels (tflite ``reference_ops::Mean``/``ReduceGeneric``) visit the input in
+row-major order and fold each element into its output, so every output is a *sequential*
+fold over its reduced elements. Floating-point sums and products depend on that order;
+:func:`sequential_fold` reproduces it (numpy's own ``sum`` would use pairwise summation).
+REDUCE_SUM/PROD on float16 fold in float16 (``_Float16`` arithmetic, each step rounded);
+MEAN on float16 computes in float32, as ``meanFloat16`` does.
+
+Quantized MEAN is tflite's generic mean on the stored integers: an exact integer sum,
+divided by the element count with C++ integer division, with the output sharing the input's
+scale and zero point. Android's int8 path divides signed sums (truncating toward zero), which
+can differ by one from the uint8 result; the signed variant here runs through the uint8
+kernel (values +128), so that signed and unsigned results stay exactly 128 apart as the
+NNAPI driver contract requires (the difference is within every quantized tolerance).
+"""
 
 from __future__ import annotations
 
-from driver.operations.base import OperationDeclaration
+import math
 
-DECLARATIONS: tuple[OperationDeclaration, ...] = ()
+import numpy as np
+
+from driver.hal.types import HalVersion, OperationType
+from driver.operations.base import OperationContext, OperationDeclaration, Shape, dtype_of
+from driver.operations.base import T as _T
+from driver.operations.shape import (
+    BOOL8,
+    F16,
+    F32,
+    I32,
+    Q8,
+    Q8S,
+    QUANT8,
+    check_max_rank,
+    family_signatures,
+    int_vector,
+    normalize_axis,
+    require_same_quant,
+    run_failure,
+    to_signed,
+    to_unsigned,
+    when_known,
+)
+
+V = HalVersion
+OP = OperationType
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------
+
+
+def _axes(ctx: OperationContext, rank: int) -> tuple[int, ...]:
+    """Input 1's axes, normalized, without duplicates, in increasing order."""
+    axes = int_vector(ctx, 1, "the axes")
+    return tuple(sorted({normalize_axis(ctx, 1, a, rank) for a in axes}))
+
+
+def _reduced_shape(shape: Shape, axes: tuple[int, ...], keep_dims: bool) -> Shape:
+    out = tuple(1 if d in axes else n for d, n in enumerate(shape) if keep_dims or d not in axes)
+    # Reducing every dimension without keeping them leaves [1] (Android's prepare).
+    return out or (1,)
+
+
+def _rows(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """``x`` as a C-contiguous [reduced elements, outputs] matrix: row r holds the r-th
+    reduced element (row-major order of the reduced axes) of every output."""
+    kept = tuple(d for d in range(x.ndim) if d not in axes)
+    n_red = math.prod(x.shape[d] for d in axes)
+    n_out = math.prod(x.shape[d] for d in kept)
+    return np.ascontiguousarray(np.transpose(x, axes + kept)).reshape(n_red, n_out)
+
+
+def sequential_fold(rows: np.ndarray, ufunc: np.ufunc, identity) -> np.ndarray:
+    """``identity ∘ rows[0] ∘ rows[1] ∘ ...`` column by column, in row order, in the rows'
+    dtype (each step rounded to it). ``rows`` is C-contiguous [n_red, n_out]."""
+    n_red, n_out = rows.shape
+    if n_red == 0:
+        return np.full(n_out, identity, dtype=rows.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are results too
+        if n_out == 1:
+            # A 1-D ufunc.reduce may reassociate (pairwise sums); accumulate never does.
+            return ufunc.accumulate(rows[:, 0])[-1:]
+        # Reducing axis 0 of a C-contiguous matrix applies the ufunc row after row to
+        # whole rows (the inner loop runs along a row), i.e. sequentially per column.
+        # tests/operations/test_reduction.py checks this against a scalar loop.
+        return ufunc.reduce(rows, axis=0)
+
+
+def tree_fold(rows: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+    """An order-insensitive fold (max, min, or, and) of the rows of a non-empty
+    [n_red, n_out] matrix, by halving: log2(n_red) whole-vector steps instead of n_red
+    short ones."""
+    while rows.shape[0] > 1:
+        h = rows.shape[0] // 2
+        folded = ufunc(rows[:h], rows[h : 2 * h])
+        if rows.shape[0] % 2:
+            folded[0] = ufunc(folded[0], rows[2 * h])
+        rows = folded
+    return rows[0]
+
+
+def _keep_dims(ctx: OperationContext) -> bool:
+    if ctx.operation_type == OP.MEAN:
+        return ctx.scalar(2) > 0  # INT32: positive means keep
+    return bool(ctx.scalar(2))
+
+
+def _validate_reduce(ctx: OperationContext) -> HalVersion | None:
+    check_max_rank(ctx, 0)
+    require_same_quant(ctx)
+    with when_known:
+        int_vector(ctx, 1, "the axes")
+    return None
+
+
+def _infer_reduce(ctx: OperationContext) -> list[Shape]:
+    shape = ctx.shape(0)
+    check_max_rank(ctx, 0)
+    ctx.check(len(shape) >= 1, "input 0 must have rank >= 1")
+    return [_reduced_shape(shape, _axes(ctx, len(shape)), _keep_dims(ctx))]
+
+
+# ---------------------------------------------------------------------------------------
+# MEAN
+# ---------------------------------------------------------------------------------------
+
+
+def _execute_mean(ctx: OperationContext) -> list[np.ndarray]:
+    x = ctx.value(0)
+    axes = _axes(ctx, x.ndim)
+    out_shape = ctx.output_shape(0)
+    count = math.prod(x.shape[d] for d in axes)
+    t = ctx.input_type(0)
+    if t in QUANT8:
+        u = to_unsigned(x) if t == Q8S else x
+        sums = u.sum(axis=axes, dtype=np.int64)
+        # Non-negative sums: C++ integer division is floor division. No element: T().
+        mean = (sums // count if count else np.zeros_like(sums)).astype(np.uint8)
+        mean = mean.reshape(out_shape)
+        return [to_signed(mean) if t == Q8S else mean]
+    sums = sequential_fold(_rows(x.astype(np.float32, copy=False), axes), np.add, 0)
+    if count:
+        mean = sums / np.float32(count)
+    else:
+        mean = np.zeros_like(sums)
+    return [mean.astype(dtype_of(ctx)).reshape(out_shape)]
+
+
+MEAN = OperationDeclaration(
+    OP.MEAN,
+    family_signatures(
+        [(V.V1_1, (F32, Q8)), (V.V1_2, (F16,)), (V.V1_3, (Q8S,))], lambda t: (t, I32, _T.INT32)
+    ),
+    infer_shapes=_infer_reduce,
+    execute=_execute_mean,
+    validate=_validate_reduce,
+    summary="Mean over the given axes (keep_dims > 0 keeps them as size 1); quantized "
+    "tensors average the stored integers (same scale and zero point).",
+)
+
+
+# ---------------------------------------------------------------------------------------
+# REDUCE_*
+# ---------------------------------------------------------------------------------------
+
+
+def _fold_execute(ufunc: np.ufunc, identity):
+    def execute(ctx: OperationContext) -> list[np.ndarray]:
+        x = ctx.value(0)
+        rows = _rows(x, _axes(ctx, x.ndim))
+        return [sequential_fold(rows, ufunc, identity).reshape(ctx.output_shape(0))]
+
+    return execute
+
+
+def _extreme_execute(is_max: bool):
+    """REDUCE_MAX/MIN: ``acc = std::max(acc, x)`` from the type's lowest (highest) value.
+    A NaN never replaces the accumulator (the comparison is false), so NaNs are skipped
+    (``fmax``/``fmin``), and the start value also bounds the result: all -inf gives
+    ``lowest()``, all NaN too."""
+
+    def execute(ctx: OperationContext) -> list[np.ndarray]:
+        x = ctx.value(0)
+        rows = _rows(x, _axes(ctx, x.ndim))
+        if x.dtype.kind == "f":
+            info = np.finfo(x.dtype)
+            ufunc, start = (np.fmax, info.min) if is_max else (np.fmin, info.max)
+        else:
+            info = np.iinfo(x.dtype)
+            ufunc, start = (np.maximum, info.min) if is_max else (np.minimum, info.max)
+        start = x.dtype.type(start)
+        if rows.shape[0] == 0:
+            out = np.full(rows.shape[1], start, dtype=x.dtype)
+        else:
+            out = ufunc(tree_fold(rows, ufunc), start)
+        return [out.reshape(ctx.output_shape(0))]
+
+    return execute
+
+
+def _bool_execute(is_any: bool):
+    def execute(ctx: OperationContext) -> list[np.ndarray]:
+        x = ctx.value(0)
+        rows = _rows(x, _axes(ctx, x.ndim))
+        if rows.shape[0] == 0:
+            out = np.full(rows.shape[1], not is_any)
+        else:
+            out = tree_fold(rows, np.logical_or if is_any else np.logical_and)
+        return [out.reshape(ctx.output_shape(0))]
+
+    return execute
+
+
+def _reduce_declaration(op, types, execute, summary: str) -> OperationDeclaration:
+    return OperationDeclaration(
+        op,
+        family_signatures(types, lambda t: (t, I32, _T.BOOL)),
+        infer_shapes=_infer_reduce,
+        execute=execute,
+        validate=_validate_reduce,
+        summary=summary,
+    )
+
+
+_FLOATS_1_2 = [(V.V1_2, (F16, F32))]
+_ORDERED_1_2 = [(V.V1_2, (F16, F32, Q8)), (V.V1_3, (Q8S,))]
+
+REDUCE_SUM = _reduce_declaration(
+    OP.REDUCE_SUM,
+    _FLOATS_1_2,
+    _fold_execute(np.add, 0),
+    "Sum over the given axes (a sequential fold in the input's type).",
+)
+REDUCE_PROD = _reduce_declaration(
+    OP.REDUCE_PROD,
+    _FLOATS_1_2,
+    _fold_execute(np.multiply, 1),
+    "Product over the given axes (a sequential fold in the input's type).",
+)
+REDUCE_MAX = _reduce_declaration(
+    OP.REDUCE_MAX, _ORDERED_1_2, _extreme_execute(True), "Maximum over the given axes."
+)
+REDUCE_MIN = _reduce_declaration(
+    OP.REDUCE_MIN, _ORDERED_1_2, _extreme_execute(False), "Minimum over the given axes."
+)
+REDUCE_ANY = _reduce_declaration(
+    OP.REDUCE_ANY, [(V.V1_2, (BOOL8,))], _bool_execute(True), "Logical OR over the given axes."
+)
+REDUCE_ALL = _reduce_declaration(
+    OP.REDUCE_ALL, [(V.V1_2, (BOOL8,))], _bool_execute(False), "Logical AND over the given axes."
+)
+
+
+# ---------------------------------------------------------------------------------------
+# ARGMAX, ARGMIN
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_arg(ctx: OperationContext) -> HalVersion | None:
+    with when_known:
+        shape = ctx.shape(0)
+        normalize_axis(ctx, 1, ctx.scalar(1), len(shape))
+    return None
+
+
+def _infer_arg(ctx: OperationContext) -> list[Shape]:
+    shape = ctx.shape(0)
+    ctx.check(len(shape) >= 1, "input 0 must have rank >= 1")
+    axis = normalize_axis(ctx, 1, ctx.scalar(1), len(shape))
+    return [shape[:axis] + shape[axis + 1 :] or (1,)]
+
+
+def _arg_execute(is_min: bool):
+    """Android keeps the first extreme (a strict comparison), like numpy; a NaN never
+    wins a comparison, so it counts only when it is the first element."""
+
+    def execute(ctx: OperationContext) -> list[np.ndarray]:
+        x = ctx.value(0)
+        axis = ctx.scalar(1) % x.ndim
+        if x.shape[axis] == 0:
+            raise run_failure(
+                ctx,
+                f"input 0: cannot take ARG{'MIN' if is_min else 'MAX'} over an empty axis {axis}",
+            )
+        pick = np.argmin if is_min else np.argmax
+        if x.dtype.kind == "f" and np.isnan(x).any():
+            nan = np.isnan(x)
+            idx = pick(np.where(nan, np.inf if is_min else -np.inf, x), axis=axis)
+            idx = np.where(np.take(nan, 0, axis=axis), 0, idx)
+        else:
+            idx = pick(x, axis=axis)
+        return [np.asarray(idx, dtype=np.int32).reshape(ctx.output_shape(0))]
+
+    return execute
+
+
+_ARG_TYPES = [(V.V1_2, (F16, F32, I32, Q8)), (V.V1_3, (Q8S,))]
+
+
+def _arg_declaration(op, is_min: bool) -> OperationDeclaration:
+    return OperationDeclaration(
+        op,
+        family_signatures(_ARG_TYPES, lambda t: (t, _T.INT32), lambda t: (I32,)),
+        infer_shapes=_infer_arg,
+        execute=_arg_execute(is_min),
+        validate=_validate_arg,
+        summary=f"Index of the first {'minimum' if is_min else 'maximum'} along an axis.",
+    )
+
+
+ARGMAX = _arg_declaration(OP.ARGMAX, False)
+ARGMIN = _arg_declaration(OP.ARGMIN, True)
+
+
+# ---------------------------------------------------------------------------------------
+# TOPK_V2
+# ---------------------------------------------------------------------------------------
+
+
+def _topk_k(ctx: OperationContext) -> int:
+    k = ctx.scalar(1)
+    ctx.check(k > 0, f"input 1: k must be > 0, got {k}")
+    return k
+
+
+def _validate_topk(ctx: OperationContext) -> HalVersion | None:
+    require_same_quant(ctx)
+    with when_known:
+        _topk_k(ctx)
+    return None
+
+
+def _infer_topk(ctx: OperationContext) -> list[Shape]:
+    shape = ctx.shape(0)
+    ctx.check(len(shape) >= 1, "input 0 must have rank >= 1")
+    k = _topk_k(ctx)
+    ctx.check(k <= shape[-1], f"input 1: k = {k} exceeds the last dimension of {list(shape)}")
+    out = (*shape[:-1], k)
+    return [out, out]
+
+
+def _order_key(rows: np.ndarray) -> np.ndarray:
+    """int64 keys ordered as the values compare in C++ (-0.0 == 0.0)."""
+    if rows.dtype.kind != "f":
+        return rows.astype(np.int64)
+    f = rows.astype(np.float32) + np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    bits = f.view(np.int32)
+    # Negative floats order by decreasing magnitude bits: flip those (bits >> 31 is -1
+    # for them, 0 otherwise).
+    return (bits ^ ((bits >> 31) & np.int32(0x7FFFFFFF))).astype(np.int64)
+
+
+def _execute_topk(ctx: OperationContext) -> list[np.ndarray]:
+    """Android sorts (value, index) pairs ascending and reverses them: the k largest
+    values, largest first, ties broken by the *larger* index first."""
+    x = ctx.value(0)
+    k = ctx.scalar(1)
+    n = x.shape[-1]
+    rows = x.reshape(-1, n)
+    bits = max(1, (n - 1).bit_length())
+    # One unique key per element: (value, index) in lexicographic order.
+    keys = _order_key(rows)
+    keys <<= bits
+    keys += np.arange(n, dtype=np.int64)
+    if k < n:
+        keys = np.partition(keys, n - k, axis=1)[:, n - k :]
+    top = np.sort(keys, axis=1)[:, ::-1]
+    index = top & ((1 << bits) - 1)
+    values = np.take_along_axis(rows, index, axis=1)
+    shape = (*x.shape[:-1], k)
+    return [values.reshape(shape), index.astype(np.int32).reshape(shape)]
+
+
+TOPK_V2 = OperationDeclaration(
+    OP.TOPK_V2,
+    family_signatures(_ARG_TYPES, lambda t: (t, _T.INT32), lambda t: (t, I32)),
+    infer_shapes=_infer_topk,
+    execute=_execute_topk,
+    validate=_validate_topk,
+    summary="The k largest values along the last dimension and their indices (largest "
+    "first; equal values: larger index first).",
+)
+
+
+DECLARATIONS: tuple[OperationDeclaration, ...] = (
+    MEAN,
+    REDUCE_SUM,
+    REDUCE_PROD,
+    REDUCE_MAX,
+    REDUCE_MIN,
+    REDUCE_ANY,
+    REDUCE_ALL,
+    ARGMAX,
+    ARGMIN,
+    TOPK_V2,
+)
