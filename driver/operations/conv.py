@@ -1,7 +1,805 @@
-"""Operation family module (declarations, shape inference and kernels together)."""
+"""Convolutions: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D.
+
+Also the spatial helpers the other windowed families (pooling, resize) share: implicit
+padding codes turned into explicit padding exactly as Android's
+``calculateExplicitPadding``, output sizes as ``computeOutSize``, NCHW <-> NHWC.
+
+Numerics follow Android 11's CPU kernels (``Conv2D.cpp``, ``DepthwiseConv2D.cpp``,
+``GroupedConv2D.cpp``, ``TransposeConv2D.cpp``):
+
+* float32 sums in float32; float16 converts to float32, runs the float32 kernel and rounds
+  the result to float16 (as ``convFloat16`` does).
+* Quantized: int32 accumulation of ``(input - inputZeroPoint) * (filter - filterZeroPoint)``
+  (padding contributes zero: it is the real value 0), plus the int32 bias, requantized by
+  ``MultiplyByQuantizedMultiplier`` with the multiplier/shift from ``QuantizeMultiplier`` of
+  ``double(inputScale * filterScale) / outputScale`` (``GetQuantizedConvolutionMultipler``;
+  the product is a float32 product, as in C++), per output channel for
+  TENSOR_QUANT8_SYMM_PER_CHANNEL filters, then the output zero point, the fused activation
+  clamp in the quantized domain and saturation. For multipliers below one (the only ones
+  HAL 1.0/1.1 allow) this is bit-identical to the legacy ``QuantizeMultiplierSmallerThanOne``
+  right-shift path. Signed inputs give exactly the unsigned result minus 128 (Android runs
+  them through the unsigned kernel).
+
+Integer dot products run as float64 matrix products: every partial sum of products of
+9-bit integers is an integer far below 2**53, so BLAS computes them exactly in any order.
+"""
 
 from __future__ import annotations
 
-from driver.operations.base import OperationDeclaration
+import contextlib
+from dataclasses import dataclass
 
-DECLARATIONS: tuple[OperationDeclaration, ...] = ()
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from driver.hal.types import FusedActivation, HalVersion, OperationType
+from driver.operations.base import (
+    OperationContext,
+    OperationDeclaration,
+    Shape,
+    Signature,
+    Unknown,
+    dtype_of,
+)
+from driver.operations.base import T as _T
+from driver.operations.quant import (
+    activation_range_quantized,
+    apply_activation_float,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+)
+
+V = HalVersion
+
+PADDING_SAME = 1
+PADDING_VALID = 2
+
+QUANT8 = (_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+# ---------------------------------------------------------------------------------------
+# Spatial helpers shared with pooling and resize
+# ---------------------------------------------------------------------------------------
+
+
+def explicit_padding(
+    in_size: int, stride: int, filter_size: int, padding_code: int, dilation: int = 1
+) -> tuple[int, int]:
+    """Android's ``calculateExplicitPadding``: (head, tail) for an implicit padding code.
+    SAME pads so that ``ceil(in / stride)`` outputs exist, the odd pixel at the tail;
+    VALID (and any other code) pads nothing."""
+    if padding_code != PADDING_SAME:
+        return 0, 0
+    effective = (filter_size - 1) * dilation + 1
+    out = (in_size + stride - 1) // stride
+    total = (out - 1) * stride + effective - in_size
+    if total <= 0:
+        return 0, 0
+    return total // 2, total - total // 2
+
+
+def out_size(
+    in_size: int, filter_size: int, stride: int, head: int, tail: int, dilation: int = 1
+) -> int:
+    """``computeOutSize``: outputs of a strided, dilated window over a padded axis."""
+    effective = (filter_size - 1) * dilation + 1
+    return (in_size - effective + stride + head + tail) // stride
+
+
+def transpose_out_size(in_size: int, filter_size: int, stride: int, head: int, tail: int) -> int:
+    """``computeOutSizeTransposeConv``."""
+    return in_size * stride + filter_size - stride - head - tail
+
+
+def to_nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
+    return x.transpose(0, 2, 3, 1) if nchw else x
+
+
+def from_nhwc(y: np.ndarray, nchw: bool) -> np.ndarray:
+    return np.ascontiguousarray(y.transpose(0, 3, 1, 2)) if nchw else y
+
+
+def spatial_dims(shape: Shape, nchw: bool) -> tuple[int, int, int, int]:
+    """(batches, height, width, channels) of a rank-4 shape in either layout."""
+    if nchw:
+        return shape[0], shape[2], shape[3], shape[1]
+    return shape[0], shape[1], shape[2], shape[3]
+
+
+def layout_shape(n: int, h: int, w: int, c: int, nchw: bool) -> Shape:
+    return (n, c, h, w) if nchw else (n, h, w, c)
+
+
+def declared_rank(ctx: OperationContext, i: int) -> int | None:
+    """Rank of input ``i`` from its known shape or, statically, from its declared dims
+    (a rank is known even when some dims are not); None when the rank is unknown."""
+    s = ctx.shapes[i]
+    if s is not None:
+        return len(s)
+    dims = ctx.input_operand(i).dimensions
+    return len(dims) if dims else None
+
+
+def check_declared_rank(ctx: OperationContext, i: int, rank: int) -> None:
+    r = declared_rank(ctx, i)
+    if r is not None:
+        ctx.check(r == rank, f"input {i} must have rank {rank}, got rank {r}")
+
+
+def check_activation(ctx: OperationContext, i: int) -> int:
+    act = ctx.scalar(i)
+    ctx.check(
+        FusedActivation.NONE <= act <= FusedActivation.RELU6,
+        f"input {i} (fused activation) must be 0..3, got {act}",
+    )
+    return act
+
+
+def f32(x: float) -> float:
+    """A scale as the float32 Android stores it."""
+    return float(np.float32(x))
+
+
+def is_float16(type_code: int) -> bool:
+    return type_code == _T.TENSOR_FLOAT16
+
+
+# ---------------------------------------------------------------------------------------
+# Parameters: the positions of each input form, read and checked once
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParamForm:
+    """Positions of the scalar parameters in one input form of a windowed operation."""
+
+    padding: tuple[int, ...]  # (code,) implicit, or (left, right, top, bottom)
+    stride: tuple[int, int]  # (width, height)
+    activation: int
+    layout: int | None = None
+    dilation: tuple[int, int] | None = None  # (width, height)
+    extra: int | None = None  # depth multiplier / number of groups
+    output_shape: int | None = None  # TRANSPOSE_CONV_2D's implicit form
+
+    @property
+    def implicit(self) -> bool:
+        return len(self.padding) == 1
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    """Scalar parameters of a convolution, padding still possibly implicit."""
+
+    padding_code: int | None  # implicit scheme, or None when explicit
+    pads: tuple[int, int, int, int]  # left, right, top, bottom (explicit form)
+    stride_w: int
+    stride_h: int
+    dilation_w: int
+    dilation_h: int
+    activation: int
+    nchw: bool
+    extra: int  # depth multiplier / groups (1 when not applicable)
+
+    def resolve(
+        self, in_h: int, in_w: int, filter_h: int, filter_w: int
+    ) -> tuple[int, int, int, int]:
+        """Explicit (left, right, top, bottom) padding for these sizes."""
+        if self.padding_code is None:
+            return self.pads
+        left, right = explicit_padding(
+            in_w, self.stride_w, filter_w, self.padding_code, self.dilation_w
+        )
+        top, bottom = explicit_padding(
+            in_h, self.stride_h, filter_h, self.padding_code, self.dilation_h
+        )
+        return left, right, top, bottom
+
+
+def read_params(ctx: OperationContext, form: ParamForm, what: str = "") -> ConvParams:
+    """Read and range-check the scalar parameters of ``form`` (raises Unknown when one is
+    not a known constant yet)."""
+    if form.implicit:
+        code = ctx.scalar(form.padding[0])
+        ctx.check(
+            code in (PADDING_SAME, PADDING_VALID),
+            f"input {form.padding[0]} (implicit padding) must be 1 (SAME) or 2 (VALID), got {code}",
+        )
+        pads = (0, 0, 0, 0)
+    else:
+        code = None
+        pads = tuple(ctx.scalar(i) for i in form.padding)
+        for i, p in zip(form.padding, pads):
+            ctx.check(p >= 0, f"input {i} (padding) must be >= 0, got {p}")
+    sw, sh = ctx.scalar(form.stride[0]), ctx.scalar(form.stride[1])
+    ctx.check(sw > 0, f"input {form.stride[0]} (stride width) must be > 0, got {sw}")
+    ctx.check(sh > 0, f"input {form.stride[1]} (stride height) must be > 0, got {sh}")
+    dw = dh = 1
+    if form.dilation is not None:
+        dw, dh = ctx.scalar(form.dilation[0]), ctx.scalar(form.dilation[1])
+        ctx.check(dw > 0, f"input {form.dilation[0]} (dilation width) must be > 0, got {dw}")
+        ctx.check(dh > 0, f"input {form.dilation[1]} (dilation height) must be > 0, got {dh}")
+    extra = 1
+    if form.extra is not None:
+        extra = ctx.scalar(form.extra)
+        ctx.check(extra > 0, f"input {form.extra} ({what}) must be > 0, got {extra}")
+    act = check_activation(ctx, form.activation)
+    nchw = bool(ctx.scalar(form.layout)) if form.layout is not None else False
+    return ConvParams(code, pads, sw, sh, dw, dh, act, nchw, extra)
+
+
+def _conv_form(ctx: OperationContext) -> ParamForm:
+    """CONV_2D: 7/8/10 inputs implicit (+layout, +dilation), 10/11/13 explicit."""
+    n = ctx.num_inputs
+    if n == 7 or (n >= 8 and ctx.input_type(7) == _T.BOOL):
+        return ParamForm((3,), (4, 5), 6, 7 if n >= 8 else None, (8, 9) if n == 10 else None)
+    return ParamForm(
+        (3, 4, 5, 6), (7, 8), 9, 10 if n >= 11 else None, (11, 12) if n == 13 else None
+    )
+
+
+def _depthwise_form(ctx: OperationContext) -> ParamForm:
+    """DEPTHWISE_CONV_2D: 8/9/11 implicit, 11/12/14 explicit (depth multiplier before
+    the activation)."""
+    n = ctx.num_inputs
+    if n == 8 or (n >= 9 and ctx.input_type(8) == _T.BOOL):
+        return ParamForm(
+            (3,), (4, 5), 7, 8 if n >= 9 else None, (9, 10) if n == 11 else None, extra=6
+        )
+    return ParamForm(
+        (3, 4, 5, 6),
+        (7, 8),
+        10,
+        11 if n >= 12 else None,
+        (12, 13) if n == 14 else None,
+        extra=9,
+    )
+
+
+def _grouped_form(ctx: OperationContext) -> ParamForm:
+    if ctx.num_inputs == 9:
+        return ParamForm((3,), (4, 5), 7, 8, extra=6)
+    return ParamForm((3, 4, 5, 6), (7, 8), 10, 11, extra=9)
+
+
+def _transpose_form(ctx: OperationContext) -> ParamForm:
+    if ctx.num_inputs == 9:
+        return ParamForm((4,), (5, 6), 7, 8, output_shape=3)
+    return ParamForm((3, 4, 5, 6), (7, 8), 9, 10)
+
+
+# ---------------------------------------------------------------------------------------
+# Signatures
+# ---------------------------------------------------------------------------------------
+
+_I, _B = _T.INT32, _T.BOOL
+
+# (input, filter, bias) type triples and the HAL version that introduced each.
+_CONV_TYPES: tuple[tuple[tuple[int, int, int], HalVersion], ...] = (
+    ((_T.TENSOR_FLOAT32, _T.TENSOR_FLOAT32, _T.TENSOR_FLOAT32), V.V1_0),
+    ((_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_ASYMM, _T.TENSOR_INT32), V.V1_0),
+    ((_T.TENSOR_FLOAT16, _T.TENSOR_FLOAT16, _T.TENSOR_FLOAT16), V.V1_2),
+    ((_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_SYMM_PER_CHANNEL, _T.TENSOR_INT32), V.V1_2),
+    ((_T.TENSOR_QUANT8_ASYMM_SIGNED, _T.TENSOR_QUANT8_ASYMM_SIGNED, _T.TENSOR_INT32), V.V1_3),
+    ((_T.TENSOR_QUANT8_ASYMM_SIGNED, _T.TENSOR_QUANT8_SYMM_PER_CHANNEL, _T.TENSOR_INT32), V.V1_3),
+)
+
+
+def _sigs(forms: tuple[tuple[tuple[int, ...], HalVersion], ...]) -> tuple[Signature, ...]:
+    """Signatures for every (tensor types) x (parameter form) combination; a form's
+    version and the types' version combine by max."""
+    out = []
+    for (tin, tf, tb), tv in _CONV_TYPES:
+        for params, fv in forms:
+            out.append(Signature((tin, tf, tb, *params), (tin,), max(tv, fv)))
+    return tuple(out)
+
+
+_CONV_FORMS = (
+    ((_I, _I, _I, _I), V.V1_0),  # implicit
+    ((_I,) * 7, V.V1_0),  # explicit
+    ((_I, _I, _I, _I, _B), V.V1_2),  # implicit + layout
+    ((_I,) * 7 + (_B,), V.V1_2),  # explicit + layout
+    ((_I, _I, _I, _I, _B, _I, _I), V.V1_2),  # implicit + layout + dilation
+    ((_I,) * 7 + (_B, _I, _I), V.V1_2),  # explicit + layout + dilation
+)
+
+_DEPTHWISE_FORMS = (
+    ((_I,) * 5, V.V1_0),  # implicit: padding, stride w/h, multiplier, activation
+    ((_I,) * 8, V.V1_0),  # explicit
+    ((_I,) * 5 + (_B,), V.V1_2),
+    ((_I,) * 8 + (_B,), V.V1_2),
+    ((_I,) * 5 + (_B, _I, _I), V.V1_2),
+    ((_I,) * 8 + (_B, _I, _I), V.V1_2),
+)
+
+_GROUPED_FORMS = (
+    ((_I,) * 5 + (_B,), V.V1_2),  # implicit: padding, stride w/h, groups, activation, layout
+    ((_I,) * 8 + (_B,), V.V1_2),  # explicit
+)
+
+_TRANSPOSE_FORMS = (
+    ((_T.TENSOR_INT32, _I, _I, _I, _I, _B), V.V1_2),  # output shape, padding code, ...
+    ((_I,) * 7 + (_B,), V.V1_2),  # explicit
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Validation shared by the convolutions
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_quant(ctx: OperationContext, channel_dim: int) -> HalVersion | None:
+    """Filter/bias quantization rules; returns V1_2 when a QUANT8_ASYMM model relies on
+    the relaxed (HAL 1.2) rule that outputScale may be <= inputScale * filterScale."""
+    tin, tf = ctx.input_type(0), ctx.input_type(1)
+    if tin not in QUANT8:
+        return None
+    if tf == _T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        cq = ctx.channel_quant(1)
+        ctx.check(cq is not None, "input 1 (per-channel filter) has no channel quantization")
+        ctx.check(
+            cq.channel_dim == channel_dim,
+            f"input 1 (per-channel filter) must be quantized along dimension {channel_dim}, "
+            f"got channelDim {cq.channel_dim}",
+        )
+        return None
+    in_f = np.float32(ctx.input_scale(0)) * np.float32(ctx.input_scale(1))
+    bias_scale = float(np.float32(ctx.input_scale(2)))
+    product = float(in_f)
+    # GetQuantizedConvolutionMultipler's rule, with its tolerance.
+    ctx.check(
+        abs(product - bias_scale) <= 1e-6 * min(product, bias_scale),
+        f"input 2 (bias) scale must equal input scale * filter scale = {product!r}, "
+        f"got {bias_scale!r}",
+    )
+    if tin == _T.TENSOR_QUANT8_ASYMM and not (np.float32(ctx.output_scale(0)) > in_f):
+        return V.V1_2
+    return None
+
+
+def _validate_common(
+    ctx: OperationContext, form: ParamForm, channel_dim: int, what: str = ""
+) -> HalVersion | None:
+    """Ranks, quantization and parameter ranges (the parameter-form versions are in the
+    signatures)."""
+    check_declared_rank(ctx, 0, 4)
+    check_declared_rank(ctx, 1, 4)
+    check_declared_rank(ctx, 2, 1)
+    version = _validate_quant(ctx, channel_dim)
+    with contextlib.suppress(Unknown):
+        read_params(ctx, form, what)
+    return version
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels: the shared core
+# ---------------------------------------------------------------------------------------
+
+
+def _windows(
+    x: np.ndarray,
+    fh: int,
+    fw: int,
+    p: ConvParams,
+    pads: tuple[int, int, int, int],
+    oh: int,
+    ow: int,
+) -> np.ndarray:
+    """A (N, OH, OW, fh, fw, C) view of the zero-padded NHWC input: the patch under each
+    output position (im2col without copying)."""
+    left, right, top, bottom = pads
+    if any(pads):
+        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    eh = (fh - 1) * p.dilation_h + 1
+    ew = (fw - 1) * p.dilation_w + 1
+    win = sliding_window_view(x, (eh, ew), axis=(1, 2))  # (N, H', W', C, eh, ew)
+    win = win[:, : (oh - 1) * p.stride_h + 1 : p.stride_h, : (ow - 1) * p.stride_w + 1 : p.stride_w]
+    win = win[..., :: p.dilation_h, :: p.dilation_w]
+    return win.transpose(0, 1, 2, 4, 5, 3)
+
+
+def _conv_accumulate(
+    x: np.ndarray,
+    w: np.ndarray,
+    p: ConvParams,
+    pads: tuple[int, int, int, int],
+    oh: int,
+    ow: int,
+    groups: int = 1,
+) -> np.ndarray:
+    """sum over the window of x * w: NHWC input (already offset by its zero point), filter
+    [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout), in x's dtype."""
+    n, _, _, c = x.shape
+    cout, fh, fw, cg = w.shape
+    if n == 0:
+        return np.zeros((0, oh, ow, cout), dtype=x.dtype)
+    if fh == fw == 1 and not any(pads):
+        cols = x[
+            :, : (oh - 1) * p.stride_h + 1 : p.stride_h, : (ow - 1) * p.stride_w + 1 : p.stride_w
+        ]
+        cols = cols.reshape(n * oh * ow, c)
+    else:
+        cols = np.ascontiguousarray(_windows(x, fh, fw, p, pads, oh, ow))
+        cols = cols.reshape(n * oh * ow, fh * fw, c)
+    if groups == 1:
+        out = cols.reshape(n * oh * ow, fh * fw * c) @ w.reshape(cout, -1).T
+        return out.reshape(n, oh, ow, cout)
+    og = cout // groups
+    # (G, M, fh*fw*Cg) @ (G, fh*fw*Cg, Cout/G): one batched product over the groups.
+    g_cols = cols.reshape(n * oh * ow, fh * fw, groups, cg).transpose(2, 0, 1, 3)
+    g_cols = g_cols.reshape(groups, n * oh * ow, fh * fw * cg)
+    # Contiguous operands: numpy only hands stacked products to BLAS when they are.
+    g_w = np.ascontiguousarray(w.reshape(groups, og, fh * fw * cg).transpose(0, 2, 1))
+    out = np.matmul(g_cols, g_w)  # (G, M, og)
+    return out.transpose(1, 0, 2).reshape(n, oh, ow, cout)
+
+
+def _depthwise_accumulate(
+    x: np.ndarray,
+    w: np.ndarray,
+    p: ConvParams,
+    pads: tuple[int, int, int, int],
+    oh: int,
+    ow: int,
+) -> np.ndarray:
+    """Depthwise: NHWC input [N,H,W,C], filter [fh, fw, C*M] -> (N, OH, OW, C*M). One
+    vectorized multiply-add per filter tap (a loop over the fh*fw taps only)."""
+    n, _, _, c = x.shape
+    fh, fw, cout = w.shape
+    m = cout // c
+    left, right, top, bottom = pads
+    if any(pads):
+        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    acc = np.zeros((n, oh, ow, c, m), dtype=x.dtype)
+    wt = w.reshape(fh, fw, c, m)
+    for i in range(fh):
+        y0 = i * p.dilation_h
+        rows = x[:, y0 : y0 + (oh - 1) * p.stride_h + 1 : p.stride_h]
+        for j in range(fw):
+            x0 = j * p.dilation_w
+            tap = rows[:, :, x0 : x0 + (ow - 1) * p.stride_w + 1 : p.stride_w, :, None]
+            acc += tap * wt[i, j]
+    return acc.reshape(n, oh, ow, cout)
+
+
+def _filter_scales(ctx: OperationContext) -> np.ndarray | float:
+    cq = ctx.channel_quant(1)
+    if ctx.input_type(1) == _T.TENSOR_QUANT8_SYMM_PER_CHANNEL and cq is not None:
+        return np.asarray(cq.scales, dtype=np.float32)
+    return np.float32(ctx.input_scale(1))
+
+
+def conv_multipliers(
+    input_scale: float, filter_scales, output_scale: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``GetQuantizedConvolutionMultipler`` + ``QuantizeMultiplier`` per output channel:
+    (multipliers, shifts) with shift > 0 meaning a left shift. ``filter_scales`` is a
+    scalar or a per-channel array."""
+    prods = np.atleast_1d(np.float32(input_scale) * np.asarray(filter_scales, dtype=np.float32))
+    out = float(np.float32(output_scale))
+    pairs = [quantize_multiplier(float(pr) / out) for pr in prods]
+    return (
+        np.array([m for m, _ in pairs], dtype=np.int64),
+        np.array([s for _, s in pairs], dtype=np.int64),
+    )
+
+
+def requantize(
+    ctx: OperationContext, acc: np.ndarray, bias: np.ndarray, filter_scales, activation: int
+) -> np.ndarray:
+    """int32 accumulator (+ bias) -> output quantized values, per channel (last axis)."""
+    acc = acc.astype(np.int64) + bias.astype(np.int64)
+    acc = ((acc + 2**31) & 0xFFFFFFFF) - 2**31  # the C++ accumulator is int32
+    mult, shift = conv_multipliers(ctx.input_scale(0), filter_scales, ctx.output_scale(0))
+    if mult.size == 1:
+        mult, shift = mult[0], shift[0]
+    zo = ctx.output_zero_point(0)
+    out = multiply_by_quantized_multiplier(acc, mult, shift) + zo
+    lo, hi = activation_range_quantized(activation, ctx.output_scale(0), zo, ctx.output_type(0))
+    return np.clip(out, lo, hi).astype(dtype_of(ctx))
+
+
+def _operands(ctx: OperationContext, nchw: bool):
+    """(x, w, bias, quantized) with x NHWC, offset by zero points; float64 when quantized
+    (exact integer products), float32 otherwise."""
+    x = to_nhwc(ctx.value(0), nchw)
+    w = ctx.value(1)
+    b = ctx.value(2)
+    if ctx.input_type(0) in QUANT8:
+        xq = x.astype(np.float64) - ctx.input_zero_point(0)
+        wz = (
+            0 if ctx.input_type(1) == _T.TENSOR_QUANT8_SYMM_PER_CHANNEL else ctx.input_zero_point(1)
+        )
+        wq = w.astype(np.float64) - wz
+        return xq, wq, b, True
+    return x.astype(np.float32, copy=False), w.astype(np.float32, copy=False), b, False
+
+
+def _finish(ctx: OperationContext, acc: np.ndarray, b: np.ndarray, quantized: bool, p: ConvParams):
+    """Bias, activation and output type for the NHWC accumulator; back to the layout."""
+    if quantized:
+        out = requantize(ctx, np.rint(acc), b, _filter_scales(ctx), p.activation)
+    else:
+        out = acc.astype(np.float32, copy=False) + b.astype(np.float32)
+        out = apply_activation_float(out, p.activation).astype(dtype_of(ctx), copy=False)
+    return from_nhwc(out, p.nchw)
+
+
+# ---------------------------------------------------------------------------------------
+# CONV_2D
+# ---------------------------------------------------------------------------------------
+
+
+def _check_conv_shapes(ctx: OperationContext, nchw: bool) -> tuple[int, int, int, int]:
+    """Common rank/size rules; returns (N, H, W, Cin)."""
+    ctx.check_rank(0, exact=4)
+    ctx.check_rank(1, exact=4)
+    ctx.check_rank(2, exact=1)
+    n, h, w, c = spatial_dims(ctx.shape(0), nchw)
+    ctx.check(
+        h > 0 and w > 0 and c > 0,
+        f"input 0 must have non-zero height, width and depth, got shape {list(ctx.shape(0))}",
+    )
+    return n, h, w, c
+
+
+def _output_hw(
+    ctx: OperationContext, p: ConvParams, h: int, w: int, fh: int, fw: int
+) -> tuple[tuple[int, int, int, int], int, int]:
+    pads = p.resolve(h, w, fh, fw)
+    oh = out_size(h, fh, p.stride_h, pads[2], pads[3], p.dilation_h)
+    ow = out_size(w, fw, p.stride_w, pads[0], pads[1], p.dilation_w)
+    ctx.check(
+        oh > 0 and ow > 0,
+        f"filter {fh}x{fw} (dilation {p.dilation_h}x{p.dilation_w}) does not fit the "
+        f"{h}x{w} input with padding {list(pads)}: output would be {oh}x{ow}",
+    )
+    return pads, oh, ow
+
+
+def _validate_conv(ctx: OperationContext) -> HalVersion | None:
+    return _validate_common(ctx, _conv_form(ctx), channel_dim=0)
+
+
+def _infer_conv(ctx: OperationContext) -> list[Shape]:
+    p = read_params(ctx, _conv_form(ctx))
+    n, h, w, c = _check_conv_shapes(ctx, p.nchw)
+    cout, fh, fw, fc = ctx.shape(1)
+    ctx.check(fc == c, f"input 1 (filter) depth {fc} must equal the input depth {c}")
+    ctx.check(
+        ctx.shape(2)[0] == cout,
+        f"input 2 (bias) has {ctx.shape(2)[0]} elements, the filter has {cout} outputs",
+    )
+    ctx.check(cout > 0 and fh > 0 and fw > 0, f"input 1 (filter) is empty: {list(ctx.shape(1))}")
+    _, oh, ow = _output_hw(ctx, p, h, w, fh, fw)
+    return [layout_shape(n, oh, ow, cout, p.nchw)]
+
+
+def _execute_conv(ctx: OperationContext) -> list[np.ndarray]:
+    p = read_params(ctx, _conv_form(ctx))
+    x, w, b, quantized = _operands(ctx, p.nchw)
+    _, h, wd, _ = x.shape
+    _, fh, fw, _ = w.shape
+    pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
+    acc = _conv_accumulate(x, w, p, pads, oh, ow)
+    return [_finish(ctx, acc, b, quantized, p)]
+
+
+CONV_2D = OperationDeclaration(
+    OperationType.CONV_2D,
+    _sigs(_CONV_FORMS),
+    infer_shapes=_infer_conv,
+    execute=_execute_conv,
+    validate=_validate_conv,
+    summary="2-D convolution with bias and fused activation; explicit or implicit "
+    "padding, strides, dilation, NHWC/NCHW, per-channel quantized filters.",
+)
+
+
+# ---------------------------------------------------------------------------------------
+# DEPTHWISE_CONV_2D
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_depthwise(ctx: OperationContext) -> HalVersion | None:
+    return _validate_common(ctx, _depthwise_form(ctx), channel_dim=3, what="depth multiplier")
+
+
+def _infer_depthwise(ctx: OperationContext) -> list[Shape]:
+    p = read_params(ctx, _depthwise_form(ctx), "depth multiplier")
+    n, h, w, c = _check_conv_shapes(ctx, p.nchw)
+    one, fh, fw, cout = ctx.shape(1)
+    ctx.check(
+        one == 1, f"input 1 (filter) must have shape [1, h, w, depth_out], got {list(ctx.shape(1))}"
+    )
+    ctx.check(
+        cout == c * p.extra,
+        f"input 1 (filter) depth {cout} must equal input depth {c} x depth multiplier {p.extra}",
+    )
+    ctx.check(
+        ctx.shape(2)[0] == cout,
+        f"input 2 (bias) has {ctx.shape(2)[0]} elements, the filter has {cout} outputs",
+    )
+    ctx.check(fh > 0 and fw > 0, f"input 1 (filter) is empty: {list(ctx.shape(1))}")
+    _, oh, ow = _output_hw(ctx, p, h, w, fh, fw)
+    return [layout_shape(n, oh, ow, cout, p.nchw)]
+
+
+def _execute_depthwise(ctx: OperationContext) -> list[np.ndarray]:
+    p = read_params(ctx, _depthwise_form(ctx), "depth multiplier")
+    x, w, b, quantized = _operands(ctx, p.nchw)
+    _, h, wd, _ = x.shape
+    _, fh, fw, _ = w.shape
+    pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
+    if quantized:  # elementwise products: exact in int64 and faster than float64 here
+        x = x.astype(np.int64)
+        w = w.astype(np.int64)
+    acc = _depthwise_accumulate(x, w[0], p, pads, oh, ow)
+    return [_finish(ctx, acc, b, quantized, p)]
+
+
+DEPTHWISE_CONV_2D = OperationDeclaration(
+    OperationType.DEPTHWISE_CONV_2D,
+    _sigs(_DEPTHWISE_FORMS),
+    infer_shapes=_infer_depthwise,
+    execute=_execute_depthwise,
+    validate=_validate_depthwise,
+    summary="Depthwise 2-D convolution (each input channel convolved with its own "
+    "depth-multiplier filters), with bias and fused activation.",
+)
+
+
+# ---------------------------------------------------------------------------------------
+# GROUPED_CONV_2D
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_grouped(ctx: OperationContext) -> HalVersion | None:
+    _validate_common(ctx, _grouped_form(ctx), channel_dim=0, what="number of groups")
+    return None  # HAL 1.2 (signed: 1.3) whatever the scales: the signatures say so
+
+
+def _infer_grouped(ctx: OperationContext) -> list[Shape]:
+    p = read_params(ctx, _grouped_form(ctx), "number of groups")
+    n, h, w, c = _check_conv_shapes(ctx, p.nchw)
+    cout, fh, fw, cg = ctx.shape(1)
+    g = p.extra
+    ctx.check(
+        cg * g == c,
+        f"input 1 (filter) depth {cg} x {g} groups must equal the input depth {c}",
+    )
+    ctx.check(cout % g == 0, f"input 1 (filter) outputs {cout} must be a multiple of {g} groups")
+    ctx.check(
+        ctx.shape(2)[0] == cout,
+        f"input 2 (bias) has {ctx.shape(2)[0]} elements, the filter has {cout} outputs",
+    )
+    ctx.check(cout > 0 and fh > 0 and fw > 0, f"input 1 (filter) is empty: {list(ctx.shape(1))}")
+    pads = p.resolve(h, w, fh, fw)
+    # groupedConvPrepare: no padding as large as the filter.
+    ctx.check(
+        fw > pads[0] and fw > pads[1] and fh > pads[2] and fh > pads[3],
+        f"padding {list(pads)} must be smaller than the {fh}x{fw} filter",
+    )
+    _, oh, ow = _output_hw(ctx, p, h, w, fh, fw)
+    return [layout_shape(n, oh, ow, cout, p.nchw)]
+
+
+def _execute_grouped(ctx: OperationContext) -> list[np.ndarray]:
+    p = read_params(ctx, _grouped_form(ctx), "number of groups")
+    x, w, b, quantized = _operands(ctx, p.nchw)
+    _, h, wd, _ = x.shape
+    _, fh, fw, _ = w.shape
+    pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
+    acc = _conv_accumulate(x, w, p, pads, oh, ow, groups=p.extra)
+    return [_finish(ctx, acc, b, quantized, p)]
+
+
+GROUPED_CONV_2D = OperationDeclaration(
+    OperationType.GROUPED_CONV_2D,
+    _sigs(_GROUPED_FORMS),
+    infer_shapes=_infer_grouped,
+    execute=_execute_grouped,
+    validate=_validate_grouped,
+    summary="Grouped 2-D convolution: input channels split into groups, each convolved "
+    "with its own filters; bias and fused activation.",
+)
+
+
+# ---------------------------------------------------------------------------------------
+# TRANSPOSE_CONV_2D
+# ---------------------------------------------------------------------------------------
+
+
+def _transpose_params(ctx: OperationContext) -> tuple[ConvParams, ParamForm]:
+    form = _transpose_form(ctx)
+    return read_params(ctx, form), form
+
+
+def _transpose_pads(
+    ctx: OperationContext, p: ConvParams, form: ParamForm, fh: int, fw: int
+) -> tuple[int, int, int, int]:
+    """Explicit padding; the implicit form pads as a forward convolution over the
+    requested output size would (``calculateExplicitPaddingTransposeConv``)."""
+    if not form.implicit:
+        return p.pads
+    i = form.output_shape
+    shape = ctx.shape(i)
+    ctx.check(
+        len(shape) == 1 and shape[0] == 4,
+        f"input {i} (output shape) must be a 1-D tensor of 4 values, got shape {list(shape)}",
+    )
+    dims = [int(d) for d in ctx.value(i)]
+    oh, ow = (dims[2], dims[3]) if p.nchw else (dims[1], dims[2])
+    left, right = explicit_padding(ow, p.stride_w, fw, p.padding_code)
+    top, bottom = explicit_padding(oh, p.stride_h, fh, p.padding_code)
+    return left, right, top, bottom
+
+
+def _validate_transpose(ctx: OperationContext) -> HalVersion | None:
+    _validate_common(ctx, _transpose_form(ctx), channel_dim=0)
+    return None
+
+
+def _transpose_geometry(ctx: OperationContext):
+    p, form = _transpose_params(ctx)
+    n, h, w, c = _check_conv_shapes(ctx, p.nchw)
+    cout, fh, fw, fc = ctx.shape(1)
+    ctx.check(fc == c, f"input 1 (filter) depth {fc} must equal the input depth {c}")
+    ctx.check(
+        ctx.shape(2)[0] == cout,
+        f"input 2 (bias) has {ctx.shape(2)[0]} elements, the filter has {cout} outputs",
+    )
+    ctx.check(cout > 0 and fh > 0 and fw > 0, f"input 1 (filter) is empty: {list(ctx.shape(1))}")
+    pads = _transpose_pads(ctx, p, form, fh, fw)
+    oh = transpose_out_size(h, fh, p.stride_h, pads[2], pads[3])
+    ow = transpose_out_size(w, fw, p.stride_w, pads[0], pads[1])
+    ctx.check(
+        oh > 0 and ow > 0,
+        f"padding {list(pads)} leaves no output for a {h}x{w} input and {fh}x{fw} filter",
+    )
+    return p, pads, n, oh, ow, cout
+
+
+def _infer_transpose(ctx: OperationContext) -> list[Shape]:
+    p, _, n, oh, ow, cout = _transpose_geometry(ctx)
+    return [layout_shape(n, oh, ow, cout, p.nchw)]
+
+
+def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
+    p, pads, _, oh, ow, cout = _transpose_geometry(ctx)
+    x, w, b, quantized = _operands(ctx, p.nchw)
+    n, h, wd, c = x.shape
+    _, fh, fw, _ = w.shape
+    sh, sw = p.stride_h, p.stride_w
+    # Each input pixel scatters input . filter[:, i, j, :] to output (y*s + i, x*s + j):
+    # one product for all taps, then one strided add per tap into the unpadded output.
+    cols = x.reshape(-1, c) @ w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
+    cols = cols.reshape(n, h, wd, fh, fw, cout)
+    full = np.zeros((n, (h - 1) * sh + fh, (wd - 1) * sw + fw, cout), dtype=cols.dtype)
+    for i in range(fh):
+        for j in range(fw):
+            full[:, i : i + (h - 1) * sh + 1 : sh, j : j + (wd - 1) * sw + 1 : sw] += cols[
+                :, :, :, i, j
+            ]
+    left, _, top, _ = pads
+    acc = full[:, top : top + oh, left : left + ow]
+    return [_finish(ctx, acc, b, quantized, p)]
+
+
+TRANSPOSE_CONV_2D = OperationDeclaration(
+    OperationType.TRANSPOSE_CONV_2D,
+    _sigs(_TRANSPOSE_FORMS),
+    infer_shapes=_infer_transpose,
+    execute=_execute_transpose,
+    validate=_validate_transpose,
+    summary="Transposed 2-D convolution (the gradient of CONV_2D), with explicit padding "
+    "or an output shape and implicit padding; bias and fused activation.",
+)
+
+
+DECLARATIONS: tuple[OperationDeclaration, ...] = (
+    CONV_2D,
+    DEPTHWISE_CONV_2D,
+    GROUPED_CONV_2D,
+    TRANSPOSE_CONV_2D,
+)

@@ -1,7 +1,111 @@
-"""Operation family module (declarations, shape inference and kernels together)."""
+"""FULLY_CONNECTED (Android 11 ``FullyConnected.cpp``).
+
+The input (rank 2..4) is read as a [batch_size, input_size] matrix, input_size being the
+weights' second dimension and batch_size = elements / input_size; the output is
+[batch_size, num_units]. Quantized arithmetic is the convolutions' (see ``conv.py``):
+int32 accumulation of zero-point-offset products plus bias, ``QuantizeMultiplier`` of
+``double(inputScale * weightsScale) / outputScale``, activation clamp, saturation.
+"""
 
 from __future__ import annotations
 
-from driver.operations.base import OperationDeclaration
+import numpy as np
 
-DECLARATIONS: tuple[OperationDeclaration, ...] = ()
+from driver.hal.types import HalVersion, OperationType
+from driver.operations.base import (
+    OperationContext,
+    OperationDeclaration,
+    Shape,
+    Signature,
+    dtype_of,
+)
+from driver.operations.base import T as _T
+from driver.operations.conv import QUANT8, check_activation, declared_rank, requantize
+from driver.operations.quant import apply_activation_float
+
+V = HalVersion
+
+
+def _validate(ctx: OperationContext) -> HalVersion | None:
+    r = declared_rank(ctx, 0)
+    if r is not None:
+        ctx.check(2 <= r <= 4, f"input 0 must have rank 2..4, got rank {r}")
+    for i, want in ((1, 2), (2, 1)):
+        r = declared_rank(ctx, i)
+        if r is not None:
+            ctx.check(r == want, f"input {i} must have rank {want}, got rank {r}")
+    check_activation(ctx, 3)
+    if ctx.input_type(0) not in QUANT8:
+        return None
+    product = np.float32(ctx.input_scale(0)) * np.float32(ctx.input_scale(1))
+    bias_scale = np.float32(ctx.input_scale(2))
+    ctx.check(
+        abs(float(product) - float(bias_scale)) <= 1e-6 * min(float(product), float(bias_scale)),
+        f"input 2 (bias) scale must equal input scale * weights scale = {float(product)!r}, "
+        f"got {float(bias_scale)!r}",
+    )
+    # Before HAL 1.2 the output scale had to exceed inputScale * weightsScale.
+    if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (
+        np.float32(ctx.output_scale(0)) > product
+    ):
+        return V.V1_2
+    return None
+
+
+def _infer(ctx: OperationContext) -> list[Shape]:
+    ctx.check_rank(0, min_rank=2, max_rank=4)
+    ctx.check_rank(1, exact=2)
+    ctx.check_rank(2, exact=1)
+    num_units, input_size = ctx.shape(1)
+    ctx.check(
+        num_units > 0 and input_size > 0,
+        f"input 1 (weights) must be non-empty, got shape {list(ctx.shape(1))}",
+    )
+    elements = int(np.prod(ctx.shape(0)))
+    ctx.check(
+        elements % input_size == 0,
+        f"input 0 has {elements} elements (shape {list(ctx.shape(0))}), not a multiple of "
+        f"the weights' input size {input_size}",
+    )
+    ctx.check(
+        ctx.shape(2)[0] == num_units,
+        f"input 2 (bias) has {ctx.shape(2)[0]} elements, the weights have {num_units} units",
+    )
+    return [(elements // input_size, num_units)]
+
+
+def _execute(ctx: OperationContext) -> list[np.ndarray]:
+    (out_shape,) = _infer(ctx)
+    x, w, b = ctx.value(0), ctx.value(1), ctx.value(2)
+    act = ctx.scalar(3)
+    x = x.reshape(out_shape[0], w.shape[1])
+    if ctx.input_type(0) in QUANT8:
+        # float64 products of 9-bit integers are exact (see conv.py).
+        xq = x.astype(np.float64) - ctx.input_zero_point(0)
+        wq = w.astype(np.float64) - ctx.input_zero_point(1)
+        acc = np.rint(xq @ wq.T)
+        return [requantize(ctx, acc, b, np.float32(ctx.input_scale(1)), act)]
+    out = x.astype(np.float32) @ w.astype(np.float32).T + b.astype(np.float32)
+    return [apply_activation_float(out, act).astype(dtype_of(ctx), copy=False)]
+
+
+def _sig(t: int, bias: int, version: HalVersion) -> Signature:
+    return Signature((t, t, bias, _T.INT32), (t,), version)
+
+
+FULLY_CONNECTED = OperationDeclaration(
+    OperationType.FULLY_CONNECTED,
+    (
+        _sig(_T.TENSOR_FLOAT32, _T.TENSOR_FLOAT32, V.V1_0),
+        _sig(_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_INT32, V.V1_0),
+        _sig(_T.TENSOR_FLOAT16, _T.TENSOR_FLOAT16, V.V1_2),
+        _sig(_T.TENSOR_QUANT8_ASYMM_SIGNED, _T.TENSOR_INT32, V.V1_3),
+    ),
+    infer_shapes=_infer,
+    execute=_execute,
+    validate=_validate,
+    summary="Fully connected layer: input rows times transposed weights, plus bias, with "
+    "fused activation; inputs of rank > 2 are flattened to [batch, input_size].",
+)
+
+DECLARATIONS: tuple[OperationDeclaration, ...] = (FULLY_CONNECTED,)

@@ -1,7 +1,220 @@
-"""Operation family module (declarations, shape inference and kernels together)."""
+"""2-D pooling: AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D (Android 11 ``Pooling.cpp``).
+
+Windows only cover real pixels: padded positions are excluded from the max and from the
+count an average divides by. Quantized AVERAGE_POOL_2D rounds the integer mean as
+tflite's uint8 kernel, ``(sum + count / 2) / count``; signed inputs give exactly the
+unsigned result minus 128. Quantized outputs keep the input's scale and zero point (the
+kernels do not rescale), and the fused activation clamps in that quantized domain.
+"""
 
 from __future__ import annotations
 
-from driver.operations.base import OperationDeclaration
+import contextlib
 
-DECLARATIONS: tuple[OperationDeclaration, ...] = ()
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from driver.hal.types import HalVersion, OperationType
+from driver.operations.base import (
+    OperationContext,
+    OperationDeclaration,
+    Shape,
+    Signature,
+    Unknown,
+    dtype_of,
+)
+from driver.operations.base import T as _T
+from driver.operations.conv import (
+    QUANT8,
+    ConvParams,
+    ParamForm,
+    check_declared_rank,
+    from_nhwc,
+    layout_shape,
+    out_size,
+    read_params,
+    spatial_dims,
+    to_nhwc,
+)
+from driver.operations.quant import activation_range_quantized, apply_activation_float
+
+V = HalVersion
+_I, _B = _T.INT32, _T.BOOL
+
+
+def _form(ctx: OperationContext) -> ParamForm:
+    """Explicit: 10 inputs (+ layout); implicit: 7 (+ layout)."""
+    n = ctx.num_inputs
+    if n >= 10:
+        return ParamForm((1, 2, 3, 4), (5, 6), 9, 10 if n == 11 else None, extra=None)
+    return ParamForm((1,), (2, 3), 6, 7 if n == 8 else None)
+
+
+def _filter_positions(ctx: OperationContext) -> tuple[int, int]:
+    return (7, 8) if ctx.num_inputs >= 10 else (4, 5)
+
+
+def _params(ctx: OperationContext) -> tuple[ConvParams, int, int]:
+    p = read_params(ctx, _form(ctx))
+    iw, ih = _filter_positions(ctx)
+    fw, fh = ctx.scalar(iw), ctx.scalar(ih)
+    ctx.check(fw > 0, f"input {iw} (filter width) must be > 0, got {fw}")
+    ctx.check(fh > 0, f"input {ih} (filter height) must be > 0, got {fh}")
+    return p, fh, fw
+
+
+def _geometry(ctx: OperationContext):
+    p, fh, fw = _params(ctx)
+    ctx.check_rank(0, exact=4)
+    n, h, w, c = spatial_dims(ctx.shape(0), p.nchw)
+    ctx.check(
+        h > 0 and w > 0 and c > 0,
+        f"input 0 must have non-zero height, width and depth, got shape {list(ctx.shape(0))}",
+    )
+    pads = p.resolve(h, w, fh, fw)
+    # PoolingParam::initialize: a window never lies entirely in the padding.
+    ctx.check(
+        fw > pads[0] and fw > pads[1] and fh > pads[2] and fh > pads[3],
+        f"padding {list(pads)} (left, right, top, bottom) must be smaller than the "
+        f"{fh}x{fw} filter",
+    )
+    oh = out_size(h, fh, p.stride_h, pads[2], pads[3])
+    ow = out_size(w, fw, p.stride_w, pads[0], pads[1])
+    ctx.check(
+        oh > 0 and ow > 0,
+        f"the {fh}x{fw} filter does not fit the {h}x{w} input with padding {list(pads)}",
+    )
+    return p, fh, fw, pads, n, oh, ow, c
+
+
+def _validate(ctx: OperationContext) -> HalVersion | None:
+    check_declared_rank(ctx, 0, 4)
+    if ctx.input_type(0) in QUANT8:
+        ctx.check(
+            np.float32(ctx.output_scale(0)) == np.float32(ctx.input_scale(0))
+            and ctx.output_zero_point(0) == ctx.input_zero_point(0),
+            "output 0 must have the scale and zero point of input 0: "
+            f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)}) vs "
+            f"({ctx.input_scale(0)}, {ctx.input_zero_point(0)})",
+        )
+    with contextlib.suppress(Unknown):
+        _params(ctx)
+    return None
+
+
+def _infer(ctx: OperationContext) -> list[Shape]:
+    p, _, _, _, n, oh, ow, c = _geometry(ctx)
+    return [layout_shape(n, oh, ow, c, p.nchw)]
+
+
+def _windows(x: np.ndarray, fh: int, fw: int, p: ConvParams, pads, oh: int, ow: int, fill):
+    """(N, OH, OW, C, fh, fw) view of the NHWC input padded with ``fill``."""
+    left, right, top, bottom = pads
+    if any(pads):
+        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=fill)
+    win = sliding_window_view(x, (fh, fw), axis=(1, 2))
+    return win[
+        :, : (oh - 1) * p.stride_h + 1 : p.stride_h, : (ow - 1) * p.stride_w + 1 : p.stride_w
+    ]
+
+
+def _counts(h: int, w: int, fh: int, fw: int, p: ConvParams, pads, oh: int, ow: int) -> np.ndarray:
+    """Number of real (unpadded) pixels under each window: (OH, OW, 1)."""
+    left, _, top, _ = pads
+
+    def axis(size, f, s, head, n_out):
+        start = np.arange(n_out) * s - head
+        return np.minimum(start + f, size) - np.maximum(start, 0)
+
+    return (axis(h, fh, p.stride_h, top, oh)[:, None] * axis(w, fw, p.stride_w, left, ow)[None, :])[
+        ..., None
+    ]
+
+
+def _pool(ctx: OperationContext, kind: str) -> list[np.ndarray]:
+    p, fh, fw, pads, n, oh, ow, c = _geometry(ctx)
+    x = to_nhwc(ctx.value(0), p.nchw)
+    t = ctx.input_type(0)
+    quantized = t in QUANT8
+    h, w = x.shape[1], x.shape[2]
+    if kind == "max":
+        if quantized:
+            fill = np.iinfo(x.dtype).min
+            out = _windows(x, fh, fw, p, pads, oh, ow, fill).max(axis=(-2, -1))
+        else:
+            xf = x.astype(np.float32, copy=False)
+            out = _windows(xf, fh, fw, p, pads, oh, ow, -np.inf).max(axis=(-2, -1))
+    else:
+        count = _counts(h, w, fh, fw, p, pads, oh, ow)
+        if quantized:
+            # Offset signed values to unsigned so both round identically.
+            xi = x.astype(np.int64) + (128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
+            s = _windows(xi, fh, fw, p, pads, oh, ow, 0).sum(axis=(-2, -1))
+            out = (s + count // 2) // count - (128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
+        else:
+            xf = x.astype(np.float32, copy=False)
+            if kind == "l2":
+                xf = xf * xf
+            s = _windows(xf, fh, fw, p, pads, oh, ow, 0.0).sum(axis=(-2, -1), dtype=np.float32)
+            out = s / count.astype(np.float32)
+            if kind == "l2":
+                out = np.sqrt(out)
+    if quantized:
+        lo, hi = activation_range_quantized(
+            p.activation, ctx.input_scale(0), ctx.input_zero_point(0), ctx.output_type(0)
+        )
+        out = np.clip(out, lo, hi).astype(dtype_of(ctx))
+    else:
+        out = apply_activation_float(out.astype(np.float32, copy=False), p.activation)
+        out = out.astype(dtype_of(ctx), copy=False)
+    return [from_nhwc(out, p.nchw)]
+
+
+def _signatures(types: tuple[tuple[int, HalVersion], ...]) -> tuple[Signature, ...]:
+    forms = (
+        ((_I,) * 6, V.V1_0),  # implicit: padding, stride w/h, filter w/h, activation
+        ((_I,) * 9, V.V1_0),  # explicit
+        ((_I,) * 6 + (_B,), V.V1_2),
+        ((_I,) * 9 + (_B,), V.V1_2),
+    )
+    return tuple(
+        Signature((t, *params), (t,), max(tv, fv)) for t, tv in types for params, fv in forms
+    )
+
+
+_ALL_TYPES = (
+    (_T.TENSOR_FLOAT32, V.V1_0),
+    (_T.TENSOR_QUANT8_ASYMM, V.V1_0),
+    (_T.TENSOR_FLOAT16, V.V1_2),
+    (_T.TENSOR_QUANT8_ASYMM_SIGNED, V.V1_3),
+)
+
+AVERAGE_POOL_2D = OperationDeclaration(
+    OperationType.AVERAGE_POOL_2D,
+    _signatures(_ALL_TYPES),
+    infer_shapes=_infer,
+    execute=lambda ctx: _pool(ctx, "avg"),
+    validate=_validate,
+    summary="Average over each 2-D window (padding excluded from the count), with fused "
+    "activation.",
+)
+
+MAX_POOL_2D = OperationDeclaration(
+    OperationType.MAX_POOL_2D,
+    _signatures(_ALL_TYPES),
+    infer_shapes=_infer,
+    execute=lambda ctx: _pool(ctx, "max"),
+    validate=_validate,
+    summary="Maximum over each 2-D window, with fused activation.",
+)
+
+L2_POOL_2D = OperationDeclaration(
+    OperationType.L2_POOL_2D,
+    _signatures(((_T.TENSOR_FLOAT32, V.V1_0), (_T.TENSOR_FLOAT16, V.V1_2))),
+    infer_shapes=_infer,
+    execute=lambda ctx: _pool(ctx, "l2"),
+    validate=_validate,
+    summary="Square root of the mean of squares over each 2-D window, with fused activation.",
+)
+
+DECLARATIONS: tuple[OperationDeclaration, ...] = (AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D)

@@ -189,3 +189,130 @@ def activation_range_quantized(
     if activation == FusedActivation.RELU1:
         return max(qmin, q(-1.0)), min(qmax, q(1.0))
     return qmin, qmax
+
+
+# ---------------------------------------------------------------------------------------
+# gemmlowp fixed-point transcendental helpers (fixedpoint.h), on raw int32 values held as
+# int64 arrays. A raw value r of FixedPoint<int32, k> stands for r / 2**(31 - k).
+# ---------------------------------------------------------------------------------------
+
+
+def count_leading_zeros32(x) -> np.ndarray:
+    """``CountLeadingZeros`` of values in [0, 2**32) (32 for 0)."""
+    x = np.asarray(x, dtype=np.int64)
+    _, exp = np.frexp(x.astype(np.float64))  # exact for integers below 2**53
+    return np.where(x == 0, 32, 32 - exp).astype(np.int64)
+
+
+def saturating_rounding_multiply_by_pot(x, exponent: int) -> np.ndarray:
+    """gemmlowp ``SaturatingRoundingMultiplyByPOT<exponent>`` on int32 raws."""
+    x = np.asarray(x, dtype=np.int64)
+    if exponent == 0:
+        return x
+    if exponent < 0:
+        return rounding_divide_by_pot(x, -exponent)
+    threshold = (1 << (31 - exponent)) - 1
+    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
+
+
+def fixed_rescale(x, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
+    """gemmlowp ``Rescale<dst>`` of a FixedPoint<int32, src> raw."""
+    return saturating_rounding_multiply_by_pot(x, src_integer_bits - dst_integer_bits)
+
+
+def rounding_half_sum(a, b) -> np.ndarray:
+    """gemmlowp ``RoundingHalfSum`` for int32: (a + b + sign) / 2, truncated."""
+    s = np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64)
+    t = s + np.where(s >= 0, 1, -1)
+    return np.where(t >= 0, t // 2, -((-t) // 2))
+
+
+def _exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:
+    """FixedPoint<0> raw in [-1/4, 0) -> exp(a) as a FixedPoint<0> raw (Taylor at -1/8)."""
+    srdhm = saturating_rounding_doubling_high_mul
+    constant_term = 1895147668  # exp(-1/8)
+    constant_1_over_3 = 715827883
+    x = _wrap_int32(np.asarray(a, dtype=np.int64) + (1 << 28))
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    x4_over_4 = saturating_rounding_multiply_by_pot(x4, -2)
+    inner = _wrap_int32(srdhm(_wrap_int32(x4_over_4 + x3), constant_1_over_3) + x2)
+    x4_over_24_plus = saturating_rounding_multiply_by_pot(inner, -1)
+    return _wrap_int32(constant_term + srdhm(constant_term, _wrap_int32(x + x4_over_24_plus)))
+
+
+_EXP_BARREL = (
+    (-2, 1672461947),
+    (-1, 1302514674),
+    (0, 790015084),
+    (1, 290630308),
+    (2, 39332535),
+    (3, 720401),
+    (4, 242),
+)
+
+
+def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
+    """gemmlowp ``exp_on_negative_values``: FixedPoint<int32, integer_bits> raws <= 0 ->
+    exp() as FixedPoint<int32, 0> raws."""
+    a = np.asarray(a, dtype=np.int64)
+    frac = 31 - integer_bits
+    one_quarter = 1 << (frac - 2)
+    a_mod = (a & (one_quarter - 1)) - one_quarter
+    result = _exp_on_interval_between_negative_one_quarter_and_0_excl(
+        fixed_rescale(a_mod, integer_bits, 0)
+    )
+    remainder = a_mod - a
+    for exponent, multiplier in _EXP_BARREL:
+        if integer_bits > exponent:
+            bit = np.int64(1) << (frac + exponent)
+            result = np.where(
+                (remainder & bit) != 0,
+                saturating_rounding_doubling_high_mul(result, multiplier),
+                result,
+            )
+    if integer_bits > 5:
+        result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
+    return np.where(a == 0, INT32_MAX, result)
+
+
+def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
+    """gemmlowp ``one_over_one_plus_x_for_x_in_0_1``: FixedPoint<0> raw a in [0, 1) ->
+    1 / (1 + a) as a FixedPoint<0> raw (Newton-Raphson, 3 iterations)."""
+    srdhm = saturating_rounding_doubling_high_mul
+    half_denominator = rounding_half_sum(a, INT32_MAX)
+    x = _wrap_int32(1515870810 + srdhm(half_denominator, -1010580540))  # F2: 48/17 - 32/17 d
+    for _ in range(3):
+        one_minus = _wrap_int32((1 << 29) - srdhm(half_denominator, x))
+        x = _wrap_int32(x + fixed_rescale(srdhm(x, one_minus), 4, 2))
+    return fixed_rescale(x, 1, 0)  # ExactMulByPot<-1> (F2 -> F1), then Rescale<0>
+
+
+def inv_sqrt_quantized_multiplier_exp(x, reverse_shift: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """tflite ``GetInvSqrtQuantizedMultiplierExp`` (with its special case for inputs <= 1):
+    (multiplier, shift) such that multiplying by them divides by sqrt(x)."""
+    srdhm = saturating_rounding_doubling_high_mul
+    x = np.asarray(x, dtype=np.int64)
+    special = x <= 1
+    x = np.where(special, 2**28, x)
+    big = x >= (1 << 29)
+    shift = np.where(big, 12, 11).astype(np.int64)
+    x = np.where(big, x // 4, x)  # int32 inputs need at most one step
+    left_pairs = (count_leading_zeros32(x) - 1) // 2 - 1
+    shift = shift - left_pairs
+    x = x << (2 * left_pairs)
+    fx = x >> 1  # F3
+    half_input = saturating_rounding_multiply_by_pot(fx, -1)
+    half_three = (1 << 28) + (1 << 27)
+    r = np.full_like(x, 1 << 28)  # F3 one
+    for _ in range(5):
+        r3 = fixed_rescale(srdhm(srdhm(r, r), r), 9, 3)
+        r = fixed_rescale(_wrap_int32(srdhm(half_three, r) - srdhm(half_input, r3)), 6, 3)
+    r = srdhm(r, 1518500250)  # * sqrt(2) / 2
+    neg = shift < 0
+    r = np.where(neg, _wrap_int32(r << np.where(neg, -shift, 0)), r)
+    shift = np.where(neg, 0, shift)
+    r = np.where(special, INT32_MAX, r)
+    shift = np.where(special, 0, shift)
+    return r, shift * reverse_shift

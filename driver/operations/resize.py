@@ -1,7 +1,209 @@
-"""Operation family module (declarations, shape inference and kernels together)."""
+"""RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR (Android 11 ``ResizeImageOps.cpp``).
+
+Inputs: the 4-D image, output width then height (INT32) or width then height scales
+(FLOAT32, FLOAT16 for float16 images: size = floor(in * scale)), then optional layout,
+align_corners and half_pixel_centers flags.
+
+Source coordinates are computed in float32 as tflite does: scale = in / out (or
+(in - 1) / (out - 1) with align_corners and out > 1); bilinear samples at
+``y * scale`` (half-pixel: ``(y + 0.5) * scale - 0.5``) between floor (clamped at 0) and
+ceil (clamped at in - 1) with weights in float32, evaluated in tflite's term order.
+Quantized bilinear results are truncated to integers, as tflite's ``static_cast``
+does for non-negative uint8 values; signed inputs are offset to unsigned first so they
+give exactly the unsigned result minus 128. Nearest neighbour takes
+``min(floor(coordinate), in - 1)`` (``round`` with align_corners; half-pixel coordinates
+``(y + 0.5) * scale``, clamped at 0). Quantized outputs keep the input's scale and zero
+point.
+"""
 
 from __future__ import annotations
 
-from driver.operations.base import OperationDeclaration
+import contextlib
 
-DECLARATIONS: tuple[OperationDeclaration, ...] = ()
+import numpy as np
+
+from driver.hal.types import HalVersion, OperationType
+from driver.operations.base import (
+    OperationContext,
+    OperationDeclaration,
+    Shape,
+    Signature,
+    Unknown,
+    dtype_of,
+)
+from driver.operations.base import T as _T
+from driver.operations.conv import (
+    QUANT8,
+    check_declared_rank,
+    from_nhwc,
+    layout_shape,
+    spatial_dims,
+    to_nhwc,
+)
+
+V = HalVersion
+_B = _T.BOOL
+
+
+def _flag(ctx: OperationContext, i: int) -> bool:
+    return i < ctx.num_inputs and bool(ctx.scalar(i))
+
+
+def _output_size(ctx: OperationContext, in_h: int, in_w: int) -> tuple[int, int]:
+    if ctx.input_type(1) == _T.INT32:
+        w, h = ctx.scalar(1), ctx.scalar(2)
+    else:  # floor(float(in) * scale) in float32
+        sw = np.float32(ctx.scalar(1))
+        sh = np.float32(ctx.scalar(2))
+        w = int(np.floor(np.float32(in_w) * sw))
+        h = int(np.floor(np.float32(in_h) * sh))
+    ctx.check(w > 0, f"input 1 (output width) gives width {w}; it must be > 0")
+    ctx.check(h > 0, f"input 2 (output height) gives height {h}; it must be > 0")
+    return h, w
+
+
+def _flags(ctx: OperationContext) -> tuple[bool, bool, bool]:
+    nchw, align, half = _flag(ctx, 3), _flag(ctx, 4), _flag(ctx, 5)
+    ctx.check(
+        not (align and half),
+        "inputs 4 (align_corners) and 5 (half_pixel_centers) cannot both be true",
+    )
+    return nchw, align, half
+
+
+def _validate(ctx: OperationContext) -> HalVersion | None:
+    check_declared_rank(ctx, 0, 4)
+    if ctx.input_type(0) in QUANT8:
+        ctx.check(
+            np.float32(ctx.output_scale(0)) == np.float32(ctx.input_scale(0))
+            and ctx.output_zero_point(0) == ctx.input_zero_point(0),
+            "output 0 must have the scale and zero point of input 0: "
+            f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)}) vs "
+            f"({ctx.input_scale(0)}, {ctx.input_zero_point(0)})",
+        )
+    with contextlib.suppress(Unknown):
+        _flags(ctx)
+    return None
+
+
+def _infer(ctx: OperationContext) -> list[Shape]:
+    ctx.check_rank(0, exact=4)
+    nchw, _, _ = _flags(ctx)
+    n, h, w, c = spatial_dims(ctx.shape(0), nchw)
+    ctx.check(
+        h > 0 and w > 0 and c > 0,
+        f"input 0 must have non-zero height, width and depth, got shape {list(ctx.shape(0))}",
+    )
+    oh, ow = _output_size(ctx, h, w)
+    return [layout_shape(n, oh, ow, c, nchw)]
+
+
+def _scale(in_size: int, out_size: int, align: bool) -> np.float32:
+    if align and out_size > 1:
+        return np.float32(in_size - 1) / np.float32(out_size - 1)
+    return np.float32(in_size) / np.float32(out_size)
+
+
+def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
+    """(source coordinate, lower index, upper index) per output index, in float32."""
+    scale = _scale(in_size, out_size, align)
+    pos = np.arange(out_size, dtype=np.float32)
+    if half:
+        coord = (pos + np.float32(0.5)) * scale - np.float32(0.5)
+    else:
+        coord = pos * scale
+    lower = np.maximum(np.floor(coord).astype(np.int64), 0)
+    upper = np.minimum(np.ceil(coord).astype(np.int64), in_size - 1)
+    return coord, lower, upper
+
+
+def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool) -> np.ndarray:
+    """NHWC float32 -> float32, tflite ``reference_ops::ResizeBilinear``'s expression."""
+    _, h, w, _ = x.shape
+    iy, y0, y1 = _bilinear_axis(h, oh, align, half)
+    ix, x0, x1 = _bilinear_axis(w, ow, align, half)
+    dy = (iy - y0.astype(np.float32))[None, :, None, None]
+    dx = (ix - x0.astype(np.float32))[None, None, :, None]
+    one = np.float32(1)
+    rows0, rows1 = x[:, y0], x[:, y1]
+    return (
+        rows0[:, :, x0] * (one - dy) * (one - dx)
+        + rows1[:, :, x0] * dy * (one - dx)
+        + rows0[:, :, x1] * (one - dy) * dx
+        + rows1[:, :, x1] * dy * dx
+    )
+
+
+def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
+    scale = _scale(in_size, out_size, align)
+    pos = np.arange(out_size, dtype=np.float32)
+    coord = (pos + np.float32(0.5)) * scale if half else pos * scale
+    idx = np.floor(coord)
+    if align:  # std::round: halves away from zero (coordinates are >= 0 here)
+        idx = idx + (coord - idx >= np.float32(0.5))
+    idx = np.minimum(idx.astype(np.int64), in_size - 1)
+    return np.maximum(idx, 0) if half else idx
+
+
+def _execute(ctx: OperationContext, bilinear: bool) -> list[np.ndarray]:
+    nchw, align, half = _flags(ctx)
+    x = to_nhwc(ctx.value(0), nchw)
+    _, h, w, _ = x.shape
+    oh, ow = _output_size(ctx, h, w)
+    t = ctx.input_type(0)
+    if not bilinear:
+        out = x[:, _nearest_axis(h, oh, align, half)][:, :, _nearest_axis(w, ow, align, half)]
+    elif t in QUANT8:
+        offset = 128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0
+        v = _bilinear(x.astype(np.float32) + np.float32(offset), oh, ow, align, half)
+        out = (np.trunc(v) - offset).astype(dtype_of(ctx))
+    else:
+        out = _bilinear(x.astype(np.float32), oh, ow, align, half).astype(dtype_of(ctx))
+    return [from_nhwc(np.ascontiguousarray(out), nchw)]
+
+
+def _signatures(first_version: HalVersion) -> tuple[Signature, ...]:
+    """Size (INT32) and scale (FLOAT32/FLOAT16) forms, each with 0..3 trailing flags."""
+    sigs = []
+    for t, tv in (
+        (_T.TENSOR_FLOAT32, V.V1_0),
+        (_T.TENSOR_QUANT8_ASYMM, V.V1_2),
+        (_T.TENSOR_FLOAT16, V.V1_2),
+        (_T.TENSOR_QUANT8_ASYMM_SIGNED, V.V1_3),
+    ):
+        scale_type = _T.FLOAT16 if t == _T.TENSOR_FLOAT16 else _T.FLOAT32
+        for st, sv in ((_T.INT32, V.V1_0), (scale_type, V.V1_2)):
+            for flags, fv in (
+                ((), V.V1_0),
+                ((_B,), V.V1_2),
+                ((_B, _B), V.V1_3),
+                ((_B,) * 3, V.V1_3),
+            ):
+                v = max(tv, sv, fv, first_version)
+                if first_version == V.V1_2 and not flags:
+                    continue  # RESIZE_NEAREST_NEIGHBOR always has the layout flag
+                sigs.append(Signature((t, st, st, *flags), (t,), v))
+    return tuple(sigs)
+
+
+RESIZE_BILINEAR = OperationDeclaration(
+    OperationType.RESIZE_BILINEAR,
+    _signatures(V.V1_0),
+    infer_shapes=_infer,
+    execute=lambda ctx: _execute(ctx, bilinear=True),
+    validate=_validate,
+    summary="Resize images with bilinear interpolation to a size or by a scale; "
+    "align_corners and half_pixel_centers options.",
+)
+
+RESIZE_NEAREST_NEIGHBOR = OperationDeclaration(
+    OperationType.RESIZE_NEAREST_NEIGHBOR,
+    _signatures(V.V1_2),
+    infer_shapes=_infer,
+    execute=lambda ctx: _execute(ctx, bilinear=False),
+    validate=_validate,
+    summary="Resize images by nearest-neighbour sampling to a size or by a scale; "
+    "align_corners and half_pixel_centers options.",
+)
+
+DECLARATIONS: tuple[OperationDeclaration, ...] = (RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR)

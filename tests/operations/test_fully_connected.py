@@ -1,0 +1,197 @@
+"""FULLY_CONNECTED: hand-computed cases, the rank > 2 flattening, integer requantization
+checked against the independent scalar reference, and the cross-type properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from driver.hal.types import ErrorStatus, HalError, HalVersion
+from driver.hal.types import OperandType as T
+from driver.hal.types import OperationType as O
+from driver.testing import output, run_op, scalar, tensor
+from tests.operations.test_conv import RELAXED_TOL, act_float, ref_requantize
+
+QI, QW, QO = (0.5, 127), (0.25, 120), (1.0, 130)
+
+
+def _run(x, w, b, act, kind, out_shape):
+    """FULLY_CONNECTED on uint8 values x/w (reals via QI/QW) and int32 bias b."""
+    if kind in ("f32", "f16"):
+        t = T.TENSOR_FLOAT32 if kind == "f32" else T.TENSOR_FLOAT16
+        ins = [
+            tensor(t, (x - QI[1]) * QI[0]),
+            tensor(t, (w - QW[1]) * QW[0], const=True),
+            tensor(t, b * QI[0] * QW[0], const=True),
+            scalar(T.INT32, act),
+        ]
+        (y,) = run_op(O.FULLY_CONNECTED, ins, [output(t, out_shape)])
+        return y.astype(np.float64)
+    t = T.TENSOR_QUANT8_ASYMM if kind == "q8" else T.TENSOR_QUANT8_ASYMM_SIGNED
+    off = 0 if kind == "q8" else -128
+    ins = [
+        tensor(t, x + off, scale=QI[0], zero_point=QI[1] + off),
+        tensor(t, w + off, scale=QW[0], zero_point=QW[1] + off, const=True),
+        tensor(T.TENSOR_INT32, b, scale=QI[0] * QW[0], const=True),
+        scalar(T.INT32, act),
+    ]
+    outs = [output(t, out_shape, scale=QO[0], zero_point=QO[1] + off)]
+    (y,) = run_op(O.FULLY_CONNECTED, ins, outs)
+    return y.astype(np.int64) - off
+
+
+def test_by_hand():
+    ins = [
+        tensor(T.TENSOR_FLOAT32, [[1, 2, 3], [-1, 0, 1]]),
+        tensor(T.TENSOR_FLOAT32, [[1, 0, 1], [0, 2, 0]], const=True),
+        tensor(T.TENSOR_FLOAT32, [0.5, -1], const=True),
+        scalar(T.INT32, 0),
+    ]
+    (y,) = run_op(O.FULLY_CONNECTED, ins, [output(T.TENSOR_FLOAT32, (2, 2))])
+    np.testing.assert_array_equal(y, [[4.5, 3], [0.5, -1]])
+
+
+def test_rank_4_input_is_flattened_to_rows_of_input_size():
+    x = np.arange(12, dtype=np.float32).reshape(1, 2, 3, 2)  # 12 elements, input_size 4
+    w = np.array([[1, 1, 1, 1], [1, 0, 0, 0]], dtype=np.float32)
+    ins = [
+        tensor(T.TENSOR_FLOAT32, x),
+        tensor(T.TENSOR_FLOAT32, w, const=True),
+        tensor(T.TENSOR_FLOAT32, [0, 0], const=True),
+        scalar(T.INT32, 1),
+    ]
+    (y,) = run_op(O.FULLY_CONNECTED, ins, [output(T.TENSOR_FLOAT32, (3, 2))])
+    np.testing.assert_array_equal(y, [[6, 0], [22, 4], [38, 8]])
+
+
+def test_quant8_by_hand():
+    # reals: x (1, -1), w (2, 4), bias 0.5 -> -1.5 -> round half away -2 -> zp 10 -> 8
+    ins = [
+        tensor(T.TENSOR_QUANT8_ASYMM, [[12, 8]], scale=0.5, zero_point=10),
+        tensor(T.TENSOR_QUANT8_ASYMM, [[4, 8]], scale=0.5, zero_point=0, const=True),
+        tensor(T.TENSOR_INT32, [2], scale=0.25, const=True),
+        scalar(T.INT32, 0),
+    ]
+    outs = [output(T.TENSOR_QUANT8_ASYMM, (1, 1), scale=1.0, zero_point=10)]
+    (y,) = run_op(O.FULLY_CONNECTED, ins, outs)
+    assert y.item() == 8
+
+
+@st.composite
+def cases(draw):
+    batch, size, units = draw(st.integers(1, 4)), draw(st.integers(1, 8)), draw(st.integers(1, 5))
+    rank = draw(st.integers(2, 4))
+    shape = (batch, size) if rank == 2 else (1,) * (rank - 2) + (batch, size)
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = rng.integers(0, 256, shape)
+    w = rng.integers(0, 256, (units, size))
+    b = rng.integers(-500, 500, units)
+    return x, w, b, draw(st.integers(0, 3)), (batch, units)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("kind", ["q8", "s8"])
+def test_quantized_matches_integer_reference(seed, kind):
+    rng = np.random.default_rng(seed)
+    x, w, b = rng.integers(0, 256, (3, 7)), rng.integers(0, 256, (4, 7)), rng.integers(-900, 900, 4)
+    act = seed % 4
+    acc = (x - QI[1]) @ (w - QW[1]).T + b
+    want = ref_requantize(acc, QI[0], QW[0], QO[0], QO[1], act, T.TENSOR_QUANT8_ASYMM)
+    np.testing.assert_array_equal(_run(x, w, b, act, kind, (3, 4)), want)
+
+
+@given(cases())
+def test_float32_matches_matrix_product(case):
+    x, w, b, act, out_shape = case
+    xr = ((x - QI[1]) * QI[0]).reshape(out_shape[0], -1)
+    want = act_float(xr @ ((w - QW[1]) * QW[0]).T + b * QI[0] * QW[0], act)
+    np.testing.assert_allclose(_run(x, w, b, act, "f32", out_shape), want, rtol=1e-5, atol=1e-4)
+
+
+@given(cases())
+def test_signed_equals_unsigned_minus_128(case):
+    x, w, b, act, out_shape = case
+    np.testing.assert_array_equal(
+        _run(x, w, b, act, "s8", out_shape), _run(x, w, b, act, "q8", out_shape)
+    )
+
+
+@given(cases())
+def test_quantized_within_one_of_requantized_float(case):
+    x, w, b, act, out_shape = case
+    real = _run(x, w, b, act, "f32", out_shape)
+    want = np.clip(np.sign(real) * np.floor(np.abs(real) / QO[0] + 0.5) + QO[1], 0, 255)
+    assert np.abs(_run(x, w, b, act, "q8", out_shape) - want).max() <= 1
+
+
+@given(cases())
+def test_float16_close_to_float32(case):
+    x, w, b, act, out_shape = case
+    x, w = x // 4 + 96, w // 4 + 96  # keep sums well inside float16's range
+    f32 = _run(x, w, b, act, "f32", out_shape)
+    f16 = _run(x, w, b, act, "f16", out_shape)
+    scale = max(1.0, float(np.abs(f32).max()))
+    np.testing.assert_allclose(f16, f32, rtol=RELAXED_TOL, atol=RELAXED_TOL * scale)
+
+
+def _rejected(fn):
+    with pytest.raises(HalError) as e:
+        fn()
+    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+    return e.value.message
+
+
+def test_rejects_elements_not_a_multiple_of_input_size():
+    ins = [
+        tensor(T.TENSOR_FLOAT32, np.zeros((1, 5))),
+        tensor(T.TENSOR_FLOAT32, np.zeros((2, 2)), const=True),
+        tensor(T.TENSOR_FLOAT32, [0, 0], const=True),
+        scalar(T.INT32, 0),
+    ]
+    assert "multiple" in _rejected(
+        lambda: run_op(O.FULLY_CONNECTED, ins, [output(T.TENSOR_FLOAT32, (2, 2))])
+    )
+
+
+def test_rejects_rank_1_input_and_bad_bias():
+    w = tensor(T.TENSOR_FLOAT32, np.zeros((2, 2)), const=True)
+    act = scalar(T.INT32, 0)
+    out = [output(T.TENSOR_FLOAT32, (1, 2))]
+    _rejected(
+        lambda: run_op(
+            O.FULLY_CONNECTED,
+            [
+                tensor(T.TENSOR_FLOAT32, [1, 2]),
+                w,
+                tensor(T.TENSOR_FLOAT32, [0, 0], const=True),
+                act,
+            ],
+            out,
+        )
+    )
+    _rejected(
+        lambda: run_op(
+            O.FULLY_CONNECTED,
+            [
+                tensor(T.TENSOR_FLOAT32, [[1, 2]]),
+                w,
+                tensor(T.TENSOR_FLOAT32, [0, 0, 0], const=True),
+                act,
+            ],
+            out,
+        )
+    )
+
+
+def test_quant8_output_scale_rule_before_hal_1_2():
+    ins = [
+        tensor(T.TENSOR_QUANT8_ASYMM, [[1, 2]], scale=1.0),
+        tensor(T.TENSOR_QUANT8_ASYMM, [[1, 2]], scale=1.0, const=True),
+        tensor(T.TENSOR_INT32, [0], scale=1.0, const=True),
+        scalar(T.INT32, 0),
+    ]
+    outs = [output(T.TENSOR_QUANT8_ASYMM, (1, 1), scale=1.0)]  # not > 1.0 * 1.0
+    run_op(O.FULLY_CONNECTED, ins, outs, version=HalVersion.V1_2)
+    _rejected(lambda: run_op(O.FULLY_CONNECTED, ins, outs, version=HalVersion.V1_1))

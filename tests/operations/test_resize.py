@@ -1,0 +1,257 @@
+"""RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR: hand-computed cases for each coordinate
+mode, a direct per-pixel float64 formulation, and the cross-type properties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from driver.hal.types import ErrorStatus, HalError, HalVersion
+from driver.hal.types import OperandType as T
+from driver.hal.types import OperationType as O
+from driver.testing import output, run_op, scalar, tensor
+
+RELAXED_TOL = 5 * 2.0**-10
+Q8, S8, F32, F16 = (
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_FLOAT32,
+    T.TENSOR_FLOAT16,
+)
+SCALE, ZP = 0.5, 100
+
+
+def resize(
+    op, x, out_hw, t=F32, nchw=None, align=None, half=None, scales=None, q=None, version=None
+):
+    """Run a resize; x in the layout ``nchw`` says (NHWC when None)."""
+    q = q or {}
+    if scales is None:
+        size = [scalar(T.INT32, out_hw[1]), scalar(T.INT32, out_hw[0])]
+    else:
+        st_ = T.FLOAT16 if t == F16 else T.FLOAT32
+        size = [scalar(st_, scales[1]), scalar(st_, scales[0])]
+    flags = [f for f in (nchw, align, half)]
+    while flags and flags[-1] is None:
+        flags.pop()
+    ins = [tensor(t, x, **q), *size, *[scalar(T.BOOL, bool(f)) for f in flags]]
+    n, h, w, c = (x.shape[0], x.shape[2], x.shape[3], x.shape[1]) if nchw else x.shape
+    oh, ow = out_hw
+    shape = (n, c, oh, ow) if nchw else (n, oh, ow, c)
+    (y,) = run_op(op, ins, [output(t, shape, **q)], version=version)
+    return y
+
+
+def direct_bilinear(x, oh, ow, align, half):
+    """Per output pixel, float64: tflite's coordinate rules written out."""
+    n, h, w, c = x.shape
+
+    def scale(i, o):
+        return (i - 1) / (o - 1) if align and o > 1 else i / o
+
+    sy, sx = scale(h, oh), scale(w, ow)
+    out = np.zeros((n, oh, ow, c))
+    for oy in range(oh):
+        fy = (oy + 0.5) * sy - 0.5 if half else oy * sy
+        y0, y1 = max(math.floor(fy), 0), min(math.ceil(fy), h - 1)
+        for ox in range(ow):
+            fx = (ox + 0.5) * sx - 0.5 if half else ox * sx
+            x0, x1 = max(math.floor(fx), 0), min(math.ceil(fx), w - 1)
+            dy, dx = fy - y0, fx - x0
+            out[:, oy, ox] = (
+                x[:, y0, x0] * (1 - dy) * (1 - dx)
+                + x[:, y1, x0] * dy * (1 - dx)
+                + x[:, y0, x1] * (1 - dy) * dx
+                + x[:, y1, x1] * dy * dx
+            )
+    return out
+
+
+def direct_nearest(x, oh, ow, align, half):
+    n, h, w, c = x.shape
+
+    def index(o, size, osize):
+        s = (size - 1) / (osize - 1) if align and osize > 1 else size / osize
+        f = (o + 0.5) * s if half else o * s
+        i = math.floor(f + 0.5) if align else math.floor(f)
+        i = min(i, size - 1)
+        return max(i, 0) if half else i
+
+    ys = [index(o, h, oh) for o in range(oh)]
+    xs = [index(o, w, ow) for o in range(ow)]
+    return x[:, ys][:, :, xs]
+
+
+X22 = np.array([0, 1, 2, 3], dtype=np.float32).reshape(1, 2, 2, 1)
+
+
+def test_bilinear_legacy_by_hand():
+    y = resize(O.RESIZE_BILINEAR, X22, (3, 3), version=HalVersion.V1_0)
+    want = [[0, 2 / 3, 1], [4 / 3, 2, 7 / 3], [2, 8 / 3, 3]]
+    np.testing.assert_allclose(y.reshape(3, 3), want, rtol=1e-6)
+
+
+def test_bilinear_align_corners_by_hand():
+    y = resize(O.RESIZE_BILINEAR, X22, (3, 3), nchw=False, align=True)
+    np.testing.assert_allclose(y.reshape(3, 3), [[0, 0.5, 1], [1, 1.5, 2], [2, 2.5, 3]])
+
+
+def test_bilinear_half_pixel_by_hand():
+    y = resize(O.RESIZE_BILINEAR, X22, (4, 4), nchw=False, align=False, half=True)
+    row = np.array([0, 0.25, 0.75, 1.0])  # weights of the second sample per axis
+    want = 2 * row[:, None] + row[None, :]
+    np.testing.assert_allclose(y.reshape(4, 4), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "align, half, out, want_idx",
+    [
+        (False, False, 4, [0, 0, 1, 1]),
+        (True, False, 3, [0, 1, 1]),  # 0.5 rounds away from zero
+        (False, True, 3, [0, 1, 1]),  # centres 1/3, 1, 5/3
+        (False, False, 1, [0]),
+    ],
+)
+def test_nearest_by_hand(align, half, out, want_idx):
+    x = np.array([10, 20], dtype=np.float32).reshape(1, 1, 2, 1)
+    y = resize(O.RESIZE_NEAREST_NEIGHBOR, x, (1, out), nchw=False, align=align, half=half)
+    np.testing.assert_array_equal(y.reshape(out), np.array([10, 20])[want_idx])
+
+
+def test_scale_form_floors_the_size():
+    x = np.zeros((1, 3, 2, 1), dtype=np.float32)
+    y = resize(O.RESIZE_BILINEAR, x, (4, 3), nchw=False, scales=(1.5, 1.6))  # 4.5, 3.2
+    assert y.shape == (1, 4, 3, 1)
+
+
+@st.composite
+def cases(draw):
+    shape = (
+        draw(st.integers(1, 2)),
+        draw(st.integers(1, 5)),
+        draw(st.integers(1, 5)),
+        draw(st.integers(1, 3)),
+    )
+    oh, ow = draw(st.integers(1, 8)), draw(st.integers(1, 8))
+    mode = draw(st.sampled_from(["legacy", "align", "half"]))
+    seed = draw(st.integers(0, 2**16))
+    return (
+        np.random.default_rng(seed).integers(0, 256, shape),
+        (oh, ow),
+        mode == "align",
+        mode == "half",
+    )
+
+
+def _layout(a, nchw):
+    return np.ascontiguousarray(a.transpose(0, 3, 1, 2)) if nchw else a
+
+
+@given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))
+def test_float32_matches_direct(case, op):
+    q, (oh, ow), align, half = case
+    x = ((q - ZP) * SCALE).astype(np.float32)
+    ref = direct_bilinear if op == O.RESIZE_BILINEAR else direct_nearest
+    got = resize(op, x, (oh, ow), nchw=False, align=align, half=half)
+    np.testing.assert_allclose(
+        got, ref(x.astype(np.float64), oh, ow, align, half), rtol=1e-5, atol=1e-5
+    )
+
+
+@given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))
+def test_nchw_is_the_transpose_of_nhwc(case, op):
+    q, out, align, half = case
+    for t, x, kw in (
+        (F32, q.astype(np.float32), {}),
+        (Q8, q, {"q": {"scale": SCALE, "zero_point": ZP}}),
+    ):
+        nhwc = resize(op, x, out, t=t, nchw=False, align=align, half=half, **kw)
+        nchw = resize(op, _layout(x, True), out, t=t, nchw=True, align=align, half=half, **kw)
+        np.testing.assert_array_equal(nchw, _layout(nhwc, True))
+
+
+@given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))
+def test_signed_equals_unsigned_minus_128(case, op):
+    q, out, align, half = case
+    u = resize(
+        op, q, out, t=Q8, nchw=False, align=align, half=half, q={"scale": SCALE, "zero_point": ZP}
+    )
+    s = resize(
+        op,
+        q - 128,
+        out,
+        t=S8,
+        nchw=False,
+        align=align,
+        half=half,
+        q={"scale": SCALE, "zero_point": ZP - 128},
+    )
+    np.testing.assert_array_equal(s.astype(np.int64), u.astype(np.int64) - 128)
+
+
+@given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))
+def test_quantized_within_one_of_requantized_float(case, op):
+    q, out, align, half = case
+    real = resize(
+        op, ((q - ZP) * SCALE).astype(np.float32), out, nchw=False, align=align, half=half
+    )
+    want = np.clip(np.sign(real) * np.floor(np.abs(real) / SCALE + 0.5) + ZP, 0, 255)
+    got = resize(
+        op, q, out, t=Q8, nchw=False, align=align, half=half, q={"scale": SCALE, "zero_point": ZP}
+    )
+    assert np.abs(got.astype(np.int64) - want).max() <= 1
+
+
+@given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))
+def test_float16_close_to_float32(case, op):
+    q, out, align, half = case
+    x = ((q - ZP) * SCALE).astype(np.float16)
+    f16 = resize(op, x, out, t=F16, nchw=False, align=align, half=half).astype(np.float64)
+    f32 = resize(op, x.astype(np.float32), out, nchw=False, align=align, half=half)
+    np.testing.assert_allclose(
+        f16, f32, rtol=RELAXED_TOL, atol=RELAXED_TOL * max(1.0, np.abs(f32).max())
+    )
+
+
+def _rejected(fn):
+    with pytest.raises(HalError) as e:
+        fn()
+    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+    return e.value.message
+
+
+def test_validation():
+    _rejected(lambda: resize(O.RESIZE_BILINEAR, X22, (3, 3), nchw=False, align=True, half=True))
+    _rejected(lambda: resize(O.RESIZE_BILINEAR, X22, (0, 3)))
+    _rejected(lambda: resize(O.RESIZE_BILINEAR, X22, (0, 0), nchw=False, scales=(0.2, 0.2)))
+    msg = _rejected(
+        lambda: run_op(
+            O.RESIZE_NEAREST_NEIGHBOR,
+            [
+                tensor(Q8, X22, scale=0.5),
+                scalar(T.INT32, 2),
+                scalar(T.INT32, 2),
+                scalar(T.BOOL, False),
+            ],
+            [output(Q8, (1, 2, 2, 1), scale=0.25)],
+        )
+    )
+    assert "scale and zero point" in msg
+
+
+def test_hal_versions():
+    resize(O.RESIZE_BILINEAR, X22, (3, 3), version=HalVersion.V1_0)
+    _rejected(lambda: resize(O.RESIZE_BILINEAR, X22, (3, 3), nchw=False, version=HalVersion.V1_1))
+    resize(O.RESIZE_BILINEAR, X22, (3, 3), nchw=False, version=HalVersion.V1_2)
+    _rejected(
+        lambda: resize(
+            O.RESIZE_BILINEAR, X22, (3, 3), nchw=False, align=True, version=HalVersion.V1_2
+        )
+    )
+    _rejected(
+        lambda: resize(O.RESIZE_NEAREST_NEIGHBOR, X22, (3, 3), nchw=False, version=HalVersion.V1_1)
+    )
