@@ -1,7 +1,497 @@
-"""Operation family module (declarations, shape inference and kernels together)."""
+"""Activation functions: RELU, RELU1, RELU6, LOGISTIC, TANH, ELU, HARD_SWISH.
+
+Quantized LOGISTIC and TANH follow Android's ``logisticQuant8``/``tanhQuant8``: the input
+is rescaled to a Q4.27 fixed-point value and gemmlowp's fixed-point ``logistic``/``tanh``
+(exp by barrel shifter, Newton-Raphson reciprocal) give a Q0.31 result that is rounded to
+the fixed output scale (1/256 for LOGISTIC, 1/128 for TANH). Quantized HARD_SWISH is
+tflite's ``reference_ops::HardSwish`` (int16 fixed point). All three are evaluated on the
+256 possible input bytes and gathered (see :func:`elementwise.lookup_unary`).
+"""
 
 from __future__ import annotations
 
-from driver.operations.base import OperationDeclaration
+import math
 
-DECLARATIONS: tuple[OperationDeclaration, ...] = ()
+import numpy as np
+
+from driver.hal.types import FusedActivation, HalVersion, OperationType
+from driver.operations.base import OperationContext, OperationDeclaration, Shape, Signature
+from driver.operations.base import T as _T
+from driver.operations.elementwise import (
+    QUANT8_ASYMM_TYPES,
+    clamp_float,
+    f32,
+    float_kernel,
+    float_result,
+    lookup_unary,
+    quant_params,
+    replace_nan,
+)
+from driver.operations.quant import (
+    INT32_MAX,
+    activation_range_quantized,
+    quant_range,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+)
+
+V = HalVersion
+
+# ---------------------------------------------------------------------------------------
+# gemmlowp fixed point (int32 raw values held in int64 arrays)
+# ---------------------------------------------------------------------------------------
+
+_srdhm = saturating_rounding_doubling_high_mul
+_rdbpot = rounding_divide_by_pot
+
+
+def _wrap32(x: np.ndarray) -> np.ndarray:
+    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def _sat_rounding_mul_pot(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp ``SaturatingRoundingMultiplyByPOT<exponent>`` on int32."""
+    if exponent == 0:
+        return x
+    if exponent < 0:
+        return _rdbpot(x, -exponent)
+    threshold = (1 << (31 - exponent)) - 1
+    shifted = _wrap32(x << exponent)
+    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, -(2**31), shifted))
+
+
+def _rounding_half_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    s = a + b
+    t = s + np.where(s >= 0, 1, -1)
+    return np.where(t >= 0, t // 2, -((-t) // 2))  # C++ division truncates
+
+
+def _exp_on_interval_between_negative_one_quarter_and_0_excl(a: np.ndarray) -> np.ndarray:
+    constant_term = 1895147668  # exp(-1/8) in Q0.31
+    constant_1_over_3 = 715827883
+    x = a + (1 << 28)  # Taylor expansion around -1/8
+    x2 = _srdhm(x, x)
+    x3 = _srdhm(x2, x)
+    x4 = _srdhm(x2, x2)
+    x4_over_4 = _sat_rounding_mul_pot(x4, -2)
+    poly = _sat_rounding_mul_pot(_srdhm(x4_over_4 + x3, constant_1_over_3) + x2, -1)
+    return constant_term + _srdhm(constant_term, x + poly)
+
+
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+               (2, 39332535), (3, 720401), (4, 242))  # fmt: skip
+
+
+def _exp_on_negative_values(a: np.ndarray, integer_bits: int) -> np.ndarray:
+    """gemmlowp ``exp_on_negative_values``: Q(integer_bits) input <= 0, Q0.31 output."""
+    fractional_bits = 31 - integer_bits
+    one_quarter = 1 << (fractional_bits - 2)
+    mask = one_quarter - 1
+    a_mod_quarter_minus_one_quarter = (a & mask) - one_quarter
+    result = _exp_on_interval_between_negative_one_quarter_and_0_excl(
+        _sat_rounding_mul_pot(a_mod_quarter_minus_one_quarter, integer_bits)
+    )
+    remainder = a_mod_quarter_minus_one_quarter - a
+    for exponent, multiplier in _EXP_BARREL:
+        if integer_bits > exponent:
+            bit = 1 << (fractional_bits + exponent)
+            result = np.where((remainder & bit) != 0, _srdhm(result, multiplier), result)
+    if integer_bits > 5:
+        clamp = -(1 << (36 - integer_bits))
+        result = np.where(a < clamp, 0, result)
+    return np.where(a == 0, INT32_MAX, result)
+
+
+def _newton_reciprocal_q2(half_denominator: np.ndarray) -> np.ndarray:
+    """1 / half_denominator in Q2.29 (three Newton-Raphson steps from 48/17 - 32/17 d)."""
+    x = 1515870810 + _srdhm(half_denominator, -1010580540)
+    for _ in range(3):
+        half_denominator_times_x = _srdhm(half_denominator, x)
+        one_minus = (1 << 29) - half_denominator_times_x
+        x = x + _sat_rounding_mul_pot(_srdhm(x, one_minus), 2)
+    return x
+
+
+def _one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
+    x = _newton_reciprocal_q2(_rounding_half_sum(a, INT32_MAX))
+    return _sat_rounding_mul_pot(x, 1)  # Rescale<0>(ExactMulByPot<-1>(x))
+
+
+def _one_minus_x_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
+    x = _newton_reciprocal_q2(_rounding_half_sum(a, INT32_MAX))
+    return _sat_rounding_mul_pot(x - (1 << 29), 2)  # Rescale<0>(x - 1)
+
+
+def fixed_point_logistic(a: np.ndarray, integer_bits: int = 4) -> np.ndarray:
+    """gemmlowp ``logistic``: Q(integer_bits) raw in, Q0.31 raw out."""
+    positive = a > 0
+    abs_input = np.where(positive, a, -a)
+    result_if_positive = _one_over_one_plus_x_for_x_in_0_1(
+        _exp_on_negative_values(-abs_input, integer_bits)
+    )
+    result_if_negative = INT32_MAX - result_if_positive
+    return np.where(a == 0, 1 << 30, np.where(positive, result_if_positive, result_if_negative))
+
+
+def fixed_point_tanh(a: np.ndarray, integer_bits: int = 4) -> np.ndarray:
+    """gemmlowp ``tanh``: Q(integer_bits) raw in, Q0.31 raw out."""
+    negative = a < 0
+    n = np.where(negative, a, -a)
+    # neg_tanh_on_negative_values: ExactMulByPot<1> keeps the raw value, one more integer bit.
+    t = _one_minus_x_over_one_plus_x_for_x_in_0_1(_exp_on_negative_values(n, integer_bits + 1))
+    return np.where(a == 0, 0, np.where(negative, -t, t))
+
+
+# ---------------------------------------------------------------------------------------
+# Quantized recipes (on int64 input values; see lookup_unary)
+# ---------------------------------------------------------------------------------------
+
+_INPUT_INTEGER_BITS = 4
+
+
+def _input_rescale(scale: float) -> tuple[int, int, int] | None:
+    """(multiplier, left_shift, radius) for LOGISTIC/TANH: ``QuantizeMultiplierGreaterThanOne``
+    of scale * 2^27 and ``CalculateInputRadius``; None when Android's kernel fails."""
+    real = scale * float(1 << (31 - _INPUT_INTEGER_BITS))
+    if not real > 1.0:
+        return None
+    q, shift = math.frexp(real)
+    q_fixed = math.floor(q * (1 << 31) + 0.5)
+    if q_fixed == 1 << 31:
+        q_fixed //= 2
+        shift += 1
+    max_rescaled = (
+        1.0 * ((1 << _INPUT_INTEGER_BITS) - 1) * (1 << (31 - _INPUT_INTEGER_BITS)) / (1 << shift)
+    )
+    return int(q_fixed), int(shift), math.floor(max_rescaled)
+
+
+def _logistic_tanh_recipe(ctx: OperationContext, is_tanh: bool):
+    scale, zp = quant_params(ctx, 0)
+    multiplier, left_shift, radius = _input_rescale(scale)  # validated
+    signed = ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM_SIGNED
+    dt = np.int8 if signed else np.uint8
+
+    def recipe(x: np.ndarray) -> np.ndarray:
+        centered = x - zp
+        # |centered| < radius keeps the shifted value within int32 (Android's guarantee).
+        inside = np.abs(centered) < radius
+        shifted = _wrap32(np.where(inside, centered, 0) << left_shift)
+        rescaled = _srdhm(shifted, multiplier)
+        if is_tanh:
+            out = _rdbpot(fixed_point_tanh(rescaled), 24) + 128  # Q0.31 -> Q24.7, offset 128
+        else:
+            out = _rdbpot(fixed_point_logistic(rescaled), 23)  # Q0.31 -> Q23.8
+        out = np.minimum(out, 255)  # 1.0 (256) saturates
+        out = np.where(centered <= -radius, 0, np.where(centered >= radius, 255, out))
+        # The signed kernels (reference_integer_ops) are the same recipe shifted by -128.
+        return (out - 128 if signed else out).astype(dt)
+
+    return ("tanh" if is_tanh else "logistic", scale, zp), recipe
+
+
+def _int16_wrap(x: np.ndarray) -> np.ndarray:
+    return ((x + 2**15) & 0xFFFF) - 2**15
+
+
+def _srdhm16(a: np.ndarray, b) -> np.ndarray:
+    """gemmlowp ``SaturatingRoundingDoublingHighMul`` on int16."""
+    a = np.asarray(a, dtype=np.int64)
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    t = ab + nudge
+    high = np.where(t >= 0, t >> 15, -((-t) >> 15))
+    return np.where((a == b) & (a == -(2**15)), 2**15 - 1, _int16_wrap(high))
+
+
+def _sdhm16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """tflite ``SaturatingDoublingHighMul`` on int16: like the above, truncating."""
+    ab = a * b
+    high = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
+    return np.where((a == b) & (a == -(2**15)), 2**15 - 1, _int16_wrap(high))
+
+
+def _rdbpot16(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp ``RoundingDivideByPOT`` on int16 (the mask is truncated to int16)."""
+    mask = int(_int16_wrap(np.int64((1 << exponent) - 1)))
+    remainder = _int16_wrap(x & mask)
+    threshold = (mask >> 1) + (x < 0)
+    return _int16_wrap((x >> min(exponent, 62)) + (remainder > threshold))
+
+
+def _sat_left_shift16(x: np.ndarray, amount: int) -> np.ndarray:
+    return np.clip(x * (1 << min(amount, 40)), -(2**15), 2**15 - 1)
+
+
+def _int16_multiplier(real: float) -> tuple[int, int]:
+    """``QuantizeMultiplier`` then ``DownScaleInt32ToInt16Multiplier``."""
+    m32, exponent = quantize_multiplier(real)
+    if m32 >= INT32_MAX - (1 << 15):
+        return 2**15 - 1, exponent
+    return (m32 + (1 << 15)) >> 16, exponent
+
+
+def _hard_swish_params(in_scale: float, out_scale: float) -> tuple[int, int, int, int]:
+    """(output multiplier, output exponent, reluish multiplier, reluish exponent) as
+    Android's ``hardSwishQuant`` computes them, in float arithmetic."""
+    hires_input_scale = np.float32(1.0 / 128.0) * np.float32(in_scale)
+    reluish_scale = np.float32(3.0) / np.float32(32768.0)
+    out_m, out_e = _int16_multiplier(float(hires_input_scale / np.float32(out_scale)))
+    rel_m, rel_e = _int16_multiplier(float(hires_input_scale / reluish_scale))
+    return out_m, out_e, rel_m, rel_e
+
+
+def _hard_swish_recipe(ctx: OperationContext):
+    in_scale, in_zp = quant_params(ctx, 0)
+    out_scale, out_zp = quant_params(ctx, 0, output=True)
+    out_m, out_e, rel_m, rel_e = _hard_swish_params(in_scale, out_scale)
+    lo, hi = quant_range(ctx.output_type(0))
+    dt = np.int8 if ctx.output_type(0) == _T.TENSOR_QUANT8_ASYMM_SIGNED else np.uint8
+
+    def recipe(x: np.ndarray) -> np.ndarray:
+        hires = (x - in_zp) * 128
+        preshift = _srdhm16(hires, out_m)
+        reluish = hires
+        if rel_e > 0:
+            reluish = _sat_left_shift16(reluish, rel_e - 1)
+        reluish = _srdhm16(reluish, rel_m)
+        if rel_e > 0:
+            reluish = _sat_left_shift16(reluish, 1)
+        if rel_e < 0:
+            reluish = _rdbpot16(reluish, -rel_e)
+        reluish = (reluish + (1 << 15)) >> 1  # [-1, 1] -> [0, 1]
+        out = _rdbpot16(_sdhm16(reluish, preshift), -out_e)
+        out = _int16_wrap(out + out_zp)  # int16 arithmetic in the C++
+        return np.clip(out, lo, hi).astype(dt)
+
+    return ("hard_swish", in_scale, in_zp, out_scale, out_zp), recipe
+
+
+# ---------------------------------------------------------------------------------------
+# Validation and shapes
+# ---------------------------------------------------------------------------------------
+
+_FIXED_OUTPUT = {
+    # (scale, zero point unsigned, zero point signed) that logisticQuant8/tanhQuant8 require.
+    OperationType.LOGISTIC: (1.0 / 256, 0, -128),
+    OperationType.TANH: (1.0 / 128, 128, 0),
+}
+
+
+def _validate_activation(ctx: OperationContext) -> HalVersion | None:
+    op = ctx.operation_type
+    if op not in (OperationType.HARD_SWISH, OperationType.ELU):
+        ctx.check_rank(0, max_rank=4)
+    t = ctx.input_type(0)
+    if t not in QUANT8_ASYMM_TYPES:
+        return None
+    (si, zi), (so, zo) = quant_params(ctx, 0), quant_params(ctx, 0, output=True)
+    if op in (OperationType.RELU, OperationType.RELU1, OperationType.RELU6):
+        ctx.check(
+            (so, zo) == (si, zi),
+            f"output 0 must have the input's scale and zero point ({si}, {zi}), got ({so}, {zo})",
+        )
+    elif op in _FIXED_OUTPUT:
+        scale, zp_u, zp_s = _FIXED_OUTPUT[op]
+        zp = zp_s if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else zp_u
+        ctx.check(
+            so == f32(scale) and zo == zp,
+            f"output 0 of {OperationType(op).name} must have scale {scale} and zero point {zp}, "
+            f"got ({so}, {zo})",
+        )
+        ctx.check(
+            _input_rescale(si) is not None,
+            f"input 0 scale {si} is too small (scale * 2^27 must exceed 1)",
+        )
+    elif op == OperationType.HARD_SWISH:
+        _, out_e, _, _ = _hard_swish_params(si, so)
+        ctx.check(
+            out_e <= 0,
+            f"input 0 scale {si} / (128 * output scale {so}) must be below 1 "
+            "(hardSwishQuant's output multiplier)",
+        )
+    return None
+
+
+def _infer_same(ctx: OperationContext) -> list[Shape]:
+    return [ctx.shape(0)]
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------
+
+_RELU_BOUNDS = {
+    OperationType.RELU: (0.0, float(np.finfo(np.float32).max)),
+    OperationType.RELU1: (-1.0, 1.0),
+    OperationType.RELU6: (0.0, 6.0),
+}
+_RELU_ACT = {
+    OperationType.RELU: FusedActivation.RELU,
+    OperationType.RELU1: FusedActivation.RELU1,
+    OperationType.RELU6: FusedActivation.RELU6,
+}
+
+
+def _execute_relu(ctx: OperationContext) -> list[np.ndarray]:
+    x = ctx.value(0)
+    op = OperationType(ctx.operation_type)
+    t = ctx.input_type(0)
+    if t in QUANT8_ASYMM_TYPES:
+        scale, zp = quant_params(ctx, 0)
+        lo, hi = activation_range_quantized(_RELU_ACT[op], scale, zp, t)
+        return [np.clip(x, lo, hi).astype(x.dtype, copy=False)]
+    lo, hi = _RELU_BOUNDS[op]
+    # std::min(std::max(lo, x), hi) in float: NaN gives lo, +inf gives FLT_MAX (RELU).
+    out = clamp_float(float_kernel(x), lo, hi, nan=lo)
+    return [float_result(out, ctx)]
+
+
+def _execute_logistic_tanh(ctx: OperationContext) -> list[np.ndarray]:
+    x = ctx.value(0)
+    t = ctx.input_type(0)
+    is_tanh = ctx.operation_type == OperationType.TANH
+    if t in QUANT8_ASYMM_TYPES:
+        key, recipe = _logistic_tanh_recipe(ctx, is_tanh)
+        return [lookup_unary(key, recipe, x, t)]
+    xf = float_kernel(x)
+    if is_tanh:
+        return [float_result(np.tanh(xf), ctx)]
+    with np.errstate(over="ignore"):
+        out = np.negative(xf)  # 1.f / (1.f + std::exp(-x)), in place after the first op
+        np.exp(out, out=out)
+        out += np.float32(1)
+        np.divide(np.float32(1), out, out=out)
+    return [float_result(out, ctx)]
+
+
+def _execute_hard_swish(ctx: OperationContext) -> list[np.ndarray]:
+    x = ctx.value(0)
+    t = ctx.input_type(0)
+    if t in QUANT8_ASYMM_TYPES:
+        key, recipe = _hard_swish_recipe(ctx)
+        return [lookup_unary(key, recipe, x, t)]
+    xf = float_kernel(x)
+    # in * std::min(6, std::max(0, in + 3)) / 6: the clamp turns a NaN into 0, but then
+    # in is NaN and so is the product, so np.clip's NaN propagation gives the same.
+    with np.errstate(invalid="ignore"):  # -inf * 0
+        relu6 = xf + np.float32(3)
+        np.clip(relu6, np.float32(0), np.float32(6), out=relu6)
+        relu6 *= xf
+        relu6 /= np.float32(6)
+    return [float_result(relu6, ctx)]
+
+
+def _execute_elu(ctx: OperationContext) -> list[np.ndarray]:
+    xf = float_kernel(ctx.value(0))
+    alpha = np.float32(ctx.scalar(1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # std::max(0.f, x) + std::min(0.f, alpha * (std::exp(x) - 1)): each NaN term is 0.
+        neg = np.exp(xf)
+        neg -= np.float32(1)
+        neg *= alpha
+        np.clip(neg, -np.inf, np.float32(0), out=neg)
+        replace_nan(neg, 0.0)
+        out = clamp_float(xf, 0.0, np.inf, nan=0.0)
+        out += neg
+    return [float_result(out, ctx)]
+
+
+def _unary_sigs(types_by_version) -> tuple[Signature, ...]:
+    return tuple(Signature((t,), (t,), v) for v, types in types_by_version for t in types)
+
+
+_RELU_TYPES = [
+    (V.V1_0, (_T.TENSOR_FLOAT32, _T.TENSOR_QUANT8_ASYMM)),
+    (V.V1_2, (_T.TENSOR_FLOAT16,)),
+    (V.V1_3, (_T.TENSOR_QUANT8_ASYMM_SIGNED,)),
+]
+
+
+def _declare(op, sigs, execute, summary) -> OperationDeclaration:
+    return OperationDeclaration(
+        op,
+        sigs,
+        infer_shapes=_infer_same,
+        execute=execute,
+        validate=_validate_activation,
+        summary=summary,
+    )
+
+
+RELU = _declare(
+    OperationType.RELU,
+    _unary_sigs(_RELU_TYPES),
+    _execute_relu,
+    "max(0, x) elementwise; quantized output keeps the input's scale and zero point.",
+)
+RELU1 = _declare(
+    OperationType.RELU1,
+    _unary_sigs(_RELU_TYPES),
+    _execute_relu,
+    "min(1, max(-1, x)) elementwise; quantized output keeps the input's scale and zero point.",
+)
+RELU6 = _declare(
+    OperationType.RELU6,
+    _unary_sigs(_RELU_TYPES),
+    _execute_relu,
+    "min(6, max(0, x)) elementwise; quantized output keeps the input's scale and zero point.",
+)
+LOGISTIC = _declare(
+    OperationType.LOGISTIC,
+    _unary_sigs(_RELU_TYPES),
+    _execute_logistic_tanh,
+    "1 / (1 + exp(-x)) elementwise; quant8 output scale is 1/256 with zero point 0 "
+    "(-128 signed), computed in gemmlowp fixed point.",
+)
+TANH = _declare(
+    OperationType.TANH,
+    _unary_sigs(
+        [
+            (V.V1_0, (_T.TENSOR_FLOAT32,)),
+            (V.V1_2, (_T.TENSOR_FLOAT16, _T.TENSOR_QUANT8_ASYMM)),
+            (V.V1_3, (_T.TENSOR_QUANT8_ASYMM_SIGNED,)),
+        ]
+    ),
+    _execute_logistic_tanh,
+    "tanh(x) elementwise; quant8 output scale is 1/128 with zero point 128 (0 signed), "
+    "computed in gemmlowp fixed point.",
+)
+ELU = _declare(
+    OperationType.ELU,
+    (
+        Signature((_T.TENSOR_FLOAT16, _T.FLOAT16), (_T.TENSOR_FLOAT16,), V.V1_3),
+        Signature((_T.TENSOR_FLOAT32, _T.FLOAT32), (_T.TENSOR_FLOAT32,), V.V1_3),
+    ),
+    _execute_elu,
+    "Exponential linear unit: max(0, x) + min(0, alpha * (exp(x) - 1)).",
+)
+HARD_SWISH = _declare(
+    OperationType.HARD_SWISH,
+    _unary_sigs(
+        [
+            (
+                V.V1_3,
+                (
+                    _T.TENSOR_FLOAT16,
+                    _T.TENSOR_FLOAT32,
+                    _T.TENSOR_QUANT8_ASYMM,
+                    _T.TENSOR_QUANT8_ASYMM_SIGNED,
+                ),
+            )
+        ]
+    ),
+    _execute_hard_swish,
+    "x * relu6(x + 3) / 6 elementwise; quantized in tflite's int16 fixed point.",
+)
+
+DECLARATIONS: tuple[OperationDeclaration, ...] = (
+    RELU,
+    RELU1,
+    RELU6,
+    LOGISTIC,
+    TANH,
+    ELU,
+    HARD_SWISH,
+)
