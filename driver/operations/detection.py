@@ -1,7 +1,1370 @@
-"""Operation family module (declarations, shape inference and kernels together)."""
+"""Detection and region operations: ROI_ALIGN, ROI_POOLING, HEATMAP_MAX_KEYPOINT,
+AXIS_ALIGNED_BBOX_TRANSFORM, BOX_WITH_NMS_LIMIT, DETECTION_POSTPROCESSING and
+GENERATE_PROPOSALS.
+
+The kernels follow Android 11's reference (``RoiAlign.cpp``, ``RoiPooling.cpp``,
+``HeatmapMaxKeypoint.cpp``, ``GenerateProposals.cpp``, ``DetectionPostprocessing.cpp``):
+
+* Boxes are (x1, y1, x2, y2) corners, except DETECTION_POSTPROCESSING's (y, x, h, w)
+  anchors and (y1, x1, y2, x2) outputs. Quantized boxes are TENSOR_QUANT16_ASYMM with
+  scale 0.125 and zero point 0 (GENERATE_PROPOSALS' anchors: TENSOR_QUANT16_SYMM, 0.125).
+* Quantized variants dequantize (``convertQuantToFloat32``), run the float32 kernel and
+  requantize with ``std::round(x / scale + zeroPoint)``, except ROI_ALIGN (integer
+  bilinear weights in 1/255 steps) and ROI_POOLING (max of the raw quantized values).
+  Float16 variants compute in float32, except that ROI_ALIGN and ROI_POOLING do their
+  coordinate arithmetic in float16 as Android's ``_Float16`` template does.
+* NMS (:func:`nms_single_class`) reproduces ``std::max_element`` + swap-to-end selection
+  exactly, ties included. Android's later ``std::sort`` calls are not stable for more
+  than 30 elements; the reference sorts stably, so the order of equal scores can differ
+  from Android's only in those long lists.
+* Malformed data Android rejects at run time (batch index out of range, x2 < x1, a box
+  outside the feature map) fails the execution with GENERAL_FAILURE, as Android's
+  ``NN_RET_CHECK`` (OP_FAILED) does.
+* Degenerate boxes never produce NaN: an intersection-over-union with a zero union (two
+  zero-area boxes) is NaN in Android; the hard kernels keep Android's comparison result
+  (NaN is "not below" a threshold), soft kernels use IoU 1 for it (Android returns NaN
+  scores there). AXIS_ALIGNED_BBOX_TRANSFORM keeps a zero-size box zero-size even when
+  exp(delta) overflows (Android: 0 * inf = NaN).
+"""
 
 from __future__ import annotations
 
-from driver.operations.base import OperationDeclaration
+import math
+from collections.abc import Callable
 
-DECLARATIONS: tuple[OperationDeclaration, ...] = ()
+import numpy as np
+
+from driver.hal.types import ErrorStatus, HalError, HalVersion, OperationType
+from driver.operations.base import (
+    OperationContext,
+    OperationDeclaration,
+    Shape,
+    Signature,
+    dtype_of,
+    storage_dtype,
+)
+from driver.operations.base import T as _T
+from driver.operations.quant import (
+    multiply_by_quantized_multiplier,
+    quant_range,
+    quantize_multiplier,
+    round_half_away,
+)
+
+V = HalVersion
+F32 = np.float32
+BOX_SCALE = 0.125  # the only scale Android accepts for quantized boxes
+
+_Q8 = (_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_ASYMM_SIGNED)
+_FLOAT_TENSORS = (_T.TENSOR_FLOAT32, _T.TENSOR_FLOAT16)
+
+
+def _quant_version(t: int) -> HalVersion:
+    return V.V1_3 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else V.V1_2
+
+
+def _float_scalar(t: int) -> int:
+    """The scalar type that goes with a float tensor type (FLOAT16 with TENSOR_FLOAT16)."""
+    return _T.FLOAT16 if t == _T.TENSOR_FLOAT16 else _T.FLOAT32
+
+
+def _op_failed(ctx: OperationContext, message: str) -> HalError:
+    """A run-time data error: Android's kernel returns false (OP_FAILED)."""
+    where = f"{ctx.location}: " if ctx.location else ""
+    return HalError(ErrorStatus.GENERAL_FAILURE, where + message)
+
+
+def _is_quant(ctx: OperationContext, i: int) -> bool:
+    return ctx.input_type(i) in (*_Q8, _T.TENSOR_QUANT16_ASYMM, _T.TENSOR_QUANT16_SYMM)
+
+
+# ---------------------------------------------------------------------------------------
+# Conversions (OperationsUtils.h) and shared checks
+# ---------------------------------------------------------------------------------------
+
+
+def dequantize_float32(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """``convertQuantToFloat32``: ``float(scale * (q - zeroPoint))``."""
+    return (F32(scale) * (np.asarray(q, dtype=np.int64) - zero_point).astype(F32)).astype(F32)
+
+
+def requantize(x: np.ndarray, scale: float, zero_point: int, type_code: int) -> np.ndarray:
+    """``convertFloat32ToQuant``: ``std::round(x / scale + zeroPoint)``, saturated."""
+    lo, hi = quant_range(type_code)
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = np.asarray(x, dtype=F32) / F32(scale) + F32(zero_point)
+        r = np.clip(np.nan_to_num(round_half_away(v), nan=float(zero_point)), lo, hi)
+    return r.astype(storage_dtype(type_code))
+
+
+def _float_input(ctx: OperationContext, i: int) -> np.ndarray:
+    """Input ``i`` as float32 (dequantized if quantized)."""
+    v = ctx.value(i)
+    if _is_quant(ctx, i):
+        return dequantize_float32(v, ctx.input_scale(i), ctx.input_zero_point(i))
+    return np.asarray(v, dtype=F32)
+
+
+def _float_output(ctx: OperationContext, k: int, x: np.ndarray) -> np.ndarray:
+    """A float32 result in output ``k``'s type (requantized if quantized)."""
+    t = ctx.output_type(k)
+    if t in (*_Q8, _T.TENSOR_QUANT16_ASYMM, _T.TENSOR_QUANT16_SYMM):
+        return requantize(x, ctx.output_scale(k), ctx.output_zero_point(k), t)
+    return np.asarray(x, dtype=F32).astype(dtype_of(ctx, k))
+
+
+def _check_box_input(ctx: OperationContext, i: int, what: str) -> None:
+    """Quantized boxes use scale 0.125 and zero point 0 (Android's prepare checks)."""
+    t = ctx.input_type(i)
+    if t in (_T.TENSOR_QUANT16_ASYMM, _T.TENSOR_QUANT16_SYMM):
+        s, z = ctx.input_scale(i), ctx.input_zero_point(i)
+        ctx.check(
+            s == BOX_SCALE and z == 0,
+            f"input {i} ({what}) of type {_T(t).name} must have scale 0.125 and zero "
+            f"point 0, got scale {s} and zero point {z}",
+        )
+
+
+def _check_box_output(ctx: OperationContext, k: int, what: str) -> None:
+    if ctx.output_type(k) == _T.TENSOR_QUANT16_ASYMM:
+        s, z = ctx.output_scale(k), ctx.output_zero_point(k)
+        ctx.check(
+            s == BOX_SCALE and z == 0,
+            f"output {k} ({what}) of type TENSOR_QUANT16_ASYMM must have scale 0.125 and "
+            f"zero point 0, got scale {s} and zero point {z}",
+        )
+
+
+def _check_same_quant(ctx: OperationContext, i: int, k: int, what: str) -> None:
+    """Output ``k`` keeps input ``i``'s quantization (Android's prepare copies it)."""
+    if ctx.output_type(k) in _Q8:
+        si, zi = ctx.input_scale(i), ctx.input_zero_point(i)
+        so, zo = ctx.output_scale(k), ctx.output_zero_point(k)
+        ctx.check(
+            si == so and zi == zo,
+            f"output {k} ({what}) must have input {i}'s scale {si} and zero point {zi}, "
+            f"got scale {so} and zero point {zo}",
+        )
+
+
+def _layout(ctx: OperationContext, i: int) -> bool:
+    """The NCHW flag (a BOOL scalar): True means [batches, channels, height, width]."""
+    return bool(ctx.scalar(i))
+
+
+def _to_nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
+    return np.transpose(x, (0, 2, 3, 1)) if nchw else x
+
+
+def _from_nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
+    return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2))) if nchw else x
+
+
+def _check_rank(ctx: OperationContext, i: int, rank: int, what: str) -> Shape:
+    s = ctx.shape(i)
+    ctx.check(len(s) == rank, f"input {i} ({what}) must have rank {rank}, got shape {list(s)}")
+    return s
+
+
+def _check_batch_ids(ctx: OperationContext, ids: np.ndarray, num_batches: int, what: str):
+    bad = (ids < 0) | (ids >= num_batches)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise _op_failed(
+            ctx, f"{what}[{k}] = {int(ids[k])} is not a batch index in [0, {num_batches})"
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Box geometry and NMS (GenerateProposals.cpp: getIoUAxisAligned, *NmsSingleClass)
+# ---------------------------------------------------------------------------------------
+
+
+def _areas(boxes: np.ndarray) -> np.ndarray:
+    return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+
+
+def iou_matrix(boxes: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """``getIoUAxisAligned`` in float32 between ``boxes[rows]`` and every box, with
+    Android's operation order (NaN where the union is zero). Symmetric in its arguments,
+    as the float operations are commutative."""
+    b = np.asarray(boxes, dtype=F32)
+    a = b if rows is None else b[rows]
+    area_b, area_a = _areas(b), _areas(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x1 = np.maximum(a[:, None, 0], b[None, :, 0])
+        x2 = np.minimum(a[:, None, 2], b[None, :, 2])
+        y1 = np.maximum(a[:, None, 1], b[None, :, 1])
+        y2 = np.minimum(a[:, None, 3], b[None, :, 3])
+        w = np.maximum(x2 - x1, F32(0))
+        h = np.maximum(y2 - y1, F32(0))
+        inter = w * h
+        union = (area_a[:, None] + area_b[None, :]) - inter
+        return inter / union
+
+
+HARD, LINEAR, GAUSSIAN = 0, 1, 2  # BOX_WITH_NMS_LIMIT's soft NMS kernel codes
+_IOU_MATRIX_LIMIT = 128  # up to this many candidates, all IoUs are computed up front
+
+
+class _IouRows:
+    """``f(IoU)`` of one candidate with every candidate (IoU as ``iou_matrix`` computes
+    it): from a matrix computed up front for few candidates, else one row per NMS round
+    (rounds are bounded by the detection limit, so rows beat an n x n matrix for many
+    boxes). ``f`` is elementwise, so both give identical values."""
+
+    def __init__(self, boxes: np.ndarray, f: Callable[[np.ndarray], np.ndarray]):
+        b = np.asarray(boxes, dtype=F32)
+        self.f = f
+        self.matrix = f(iou_matrix(b)) if b.shape[0] <= _IOU_MATRIX_LIMIT else None
+        self.x1, self.y1, self.x2, self.y2 = (np.ascontiguousarray(b[:, k]) for k in range(4))
+        self.area = _areas(b)
+
+    def row(self, i: int) -> np.ndarray:
+        if self.matrix is not None:
+            return self.matrix[i]
+        w = np.maximum(np.minimum(self.x2[i], self.x2) - np.maximum(self.x1[i], self.x1), F32(0))
+        h = np.maximum(np.minimum(self.y2[i], self.y2) - np.maximum(self.y1[i], self.y1), F32(0))
+        inter = w * h
+        return self.f(inter / ((self.area[i] + self.area) - inter))
+
+
+def _nms_row_function(
+    kernel: int | None, iou_threshold: float, sigma: float
+) -> Callable[[np.ndarray], np.ndarray]:
+    """IoU -> "discard" (bool, hard NMS) or -> score factor (float32, soft kernels)."""
+    thr = F32(iou_threshold)
+    if kernel is None:
+        return lambda iou: iou >= thr  # NaN (zero union) is never >= : kept, as Android
+    if kernel == HARD:
+        return lambda iou: np.where(iou < thr, F32(1), F32(0))  # NaN: factor 0, as Android
+    if kernel == LINEAR:
+
+        def linear(iou: np.ndarray) -> np.ndarray:
+            iou = np.where(np.isnan(iou), F32(1), iou)  # zero union: fully overlapping
+            return np.where(iou < thr, F32(1), F32(1) - iou).astype(F32)
+
+        return linear
+    sig = F32(sigma)
+
+    def gaussian(iou: np.ndarray) -> np.ndarray:
+        iou = np.where(np.isnan(iou), F32(1), iou)  # zero union: fully overlapping
+        return np.exp((F32(-1) * iou * iou) / sig).astype(F32)
+
+    return gaussian
+
+
+def nms_single_class(
+    scores: np.ndarray,
+    boxes: np.ndarray,
+    max_detections: int,
+    iou_threshold: float,
+    *,
+    kernel: int | None = None,
+    sigma: float = 1.0,
+    score_threshold: float = 0.0,
+) -> np.ndarray:
+    """Greedy NMS over candidates ``0..n-1`` (in that initial order), exactly as Android's
+    in-place ``hardNmsSingleClass`` / ``softNmsSingleClass``.
+
+    Each round picks the first highest score among the live candidates
+    (``std::max_element``), swaps it to the front, then discards each remaining box
+    whose IoU with it is >= ``iou_threshold`` (``kernel=None``: DETECTION_POSTPROCESSING,
+    GENERATE_PROPOSALS) or whose score, multiplied by the soft kernel of the IoU, falls
+    below ``score_threshold`` (``kernel`` HARD/LINEAR/GAUSSIAN: BOX_WITH_NMS_LIMIT).
+    Discarded boxes are swapped with the last live one, which is what decides ties later.
+    ``scores`` (float32) is updated in place with the decayed scores. Returns the kept
+    candidates in selection order; at most ``max_detections`` unless it is negative."""
+    n = scores.shape[0]
+    limit = n if max_detections < 0 else min(max_detections, n)
+    order = np.arange(n)
+    if n == 0 or limit == 0:
+        return order[:0]
+    with np.errstate(invalid="ignore", over="ignore", under="ignore", divide="ignore"):
+        rows = _IouRows(boxes, _nms_row_function(kernel, iou_threshold, sigma))
+        sthr = F32(score_threshold)
+        start, end = 0, n
+        while start < end and start < limit:
+            j = int(np.argmax(scores[order[start:end]]))
+            if j:
+                order[start], order[start + j] = order[start + j], order[start]
+            rest = order[start + 1 : end]
+            value = rows.row(order[start])[rest]
+            start += 1
+            if rest.size == 0:
+                break
+            if kernel is None:
+                drop = value
+            else:
+                decayed = scores[rest] * value
+                scores[rest] = decayed
+                drop = decayed < sthr
+            if drop.any():
+                end = start + _discard(order, start, end, drop)
+    return order[:start]
+
+
+def _discard(order: np.ndarray, start: int, end: int, drop: np.ndarray) -> int:
+    """The C++ loop ``if (drop) std::swap(*i--, *(--selectEnd))`` over ``order[start:end]``,
+    in one step: each discarded slot among the first ``kept`` positions is refilled with
+    the kept boxes from the tail, last first. Returns ``kept``."""
+    kept = int(drop.size - np.count_nonzero(drop))
+    holes = np.flatnonzero(drop[:kept])
+    if holes.size:
+        seg = order[start:end]
+        fills = (np.flatnonzero(~drop[kept:]) + kept)[::-1]
+        left = seg[:kept].copy()
+        left[holes] = seg[fills]
+        order[start : start + kept] = left
+    return kept
+
+
+def _stable_desc(scores: np.ndarray) -> np.ndarray:
+    """Indices that sort ``scores`` descending, ties in their current order (see the
+    module notes on ``std::sort``)."""
+    return np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+
+
+# ---------------------------------------------------------------------------------------
+# AXIS_ALIGNED_BBOX_TRANSFORM
+# ---------------------------------------------------------------------------------------
+
+
+def bbox_transform(rois: np.ndarray, deltas: np.ndarray, image_hw: np.ndarray) -> np.ndarray:
+    """``bboxTransformFloat32`` for rois (n, 4) x1y1x2y2, deltas (n, classes*4) dx dy dw dh
+    and each roi's image (height, width) (n, 2); float32 throughout, as the C++."""
+    rois = np.asarray(rois, dtype=F32)
+    n = rois.shape[0]
+    d = np.asarray(deltas, dtype=F32)
+    d = d.reshape(n, d.shape[-1] // 4, 4)
+    w = rois[:, 2] - rois[:, 0]
+    h = rois[:, 3] - rois[:, 1]
+    cx = (rois[:, 0] + rois[:, 2]) / F32(2)
+    cy = (rois[:, 1] + rois[:, 3]) / F32(2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        new_w = np.exp(d[..., 2]) * w[:, None]
+        new_h = np.exp(d[..., 3]) * h[:, None]
+        # 0 * inf is NaN in Android; a zero-size box stays zero-size here.
+        new_w = np.where(w[:, None] == 0, F32(0), new_w)
+        new_h = np.where(h[:, None] == 0, F32(0), new_h)
+        x = cx[:, None] + d[..., 0] * w[:, None]
+        y = cy[:, None] + d[..., 1] * h[:, None]
+        half_w, half_h = new_w / F32(2), new_h / F32(2)
+        corners = np.stack([x - half_w, y - half_h, x + half_w, y + half_h], axis=-1)
+    img_h = np.asarray(image_hw[:, 0], dtype=F32)[:, None]
+    img_w = np.asarray(image_hw[:, 1], dtype=F32)[:, None]
+    limits = np.stack([img_w, img_h, img_w, img_h], axis=-1)
+    # std::min(std::max(v, 0.0f), limit)
+    clipped = np.minimum(np.maximum(corners, F32(0)), limits)
+    return clipped.reshape(n, d.shape[1] * 4).astype(F32)
+
+
+def _check_rois_ordered(ctx: OperationContext, boxes: np.ndarray, what: str) -> None:
+    """Android's "invalid region" check: x1 <= x2 and y1 <= y2 for every box."""
+    b = np.asarray(boxes).reshape(-1, 4)
+    bad = ~((b[:, 0] <= b[:, 2]) & (b[:, 1] <= b[:, 3]))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise _op_failed(ctx, f"{what} box {k} {b[k].tolist()} has x2 < x1 or y2 < y1")
+
+
+def _validate_bbox_transform(ctx: OperationContext) -> HalVersion | None:
+    _check_box_input(ctx, 0, "roi")
+    _check_box_input(ctx, 3, "image info")
+    _check_box_output(ctx, 0, "output boxes")
+    return None
+
+
+def _infer_bbox_transform(ctx: OperationContext) -> list[Shape]:
+    roi = _check_rank(ctx, 0, 2, "roi")
+    deltas = _check_rank(ctx, 1, 2, "bounding box deltas")
+    batches = _check_rank(ctx, 2, 1, "batch indexes")
+    info = _check_rank(ctx, 3, 2, "image info")
+    ctx.check(roi[1] == 4, f"input 0 (roi) must have shape [num_rois, 4], got {list(roi)}")
+    ctx.check(
+        deltas[1] > 0 and deltas[1] % 4 == 0 and deltas[0] == roi[0],
+        f"input 1 (deltas) must have shape [{roi[0]}, num_classes * 4] with num_classes > 0, "
+        f"got {list(deltas)}",
+    )
+    ctx.check(batches[0] == roi[0], f"input 2 must have shape [{roi[0]}], got {list(batches)}")
+    ctx.check(
+        info[1] == 2 and info[0] > 0,
+        f"input 3 (image info) must have shape [batches > 0, 2], got {list(info)}",
+    )
+    return [(roi[0], deltas[1])]
+
+
+def _execute_bbox_transform(ctx: OperationContext) -> list[np.ndarray]:
+    rois = _float_input(ctx, 0)
+    deltas = _float_input(ctx, 1)
+    ids = ctx.value(2).astype(np.int64)
+    info = _float_input(ctx, 3)
+    _check_batch_ids(ctx, ids, info.shape[0], "input 2 (batch index)")
+    _check_rois_ordered(ctx, rois, "input 0 (roi)")
+    out = bbox_transform(rois, deltas, info[ids] if ids.size else np.zeros((0, 2), F32))
+    return [_float_output(ctx, 0, out)]
+
+
+def _bbox_signatures() -> tuple[Signature, ...]:
+    sigs = [Signature((t, t, _T.TENSOR_INT32, t), (t,), V.V1_2) for t in _FLOAT_TENSORS]
+    for q in _Q8:
+        q16 = _T.TENSOR_QUANT16_ASYMM
+        sigs.append(Signature((q16, q, _T.TENSOR_INT32, q16), (q16,), _quant_version(q)))
+    return tuple(sigs)
+
+
+AXIS_ALIGNED_BBOX_TRANSFORM = OperationDeclaration(
+    OperationType.AXIS_ALIGNED_BBOX_TRANSFORM,
+    _bbox_signatures(),
+    infer_shapes=_infer_bbox_transform,
+    execute=_execute_bbox_transform,
+    validate=_validate_bbox_transform,
+    summary=(
+        "Applies per-class (dx, dy, dw, dh) deltas to axis-aligned boxes and clips them "
+        "to their image."
+    ),
+    notes=("A zero-size box stays zero-size when exp(delta) overflows (Android: NaN).",),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# ROI_ALIGN
+# ---------------------------------------------------------------------------------------
+
+_ROI_WEIGHT_SCALE = F32(1.0) / F32(255.0)  # RoiAlign quant: bilinear weights in 1/255
+
+
+def _validate_roi_common(ctx: OperationContext, stride_h: int, stride_w: int) -> None:
+    _check_box_input(ctx, 1, "roi")
+    out_h, out_w = ctx.scalar(3), ctx.scalar(4)
+    ctx.check(out_h > 0, f"input 3 (output height) must be positive, got {out_h}")
+    ctx.check(out_w > 0, f"input 4 (output width) must be positive, got {out_w}")
+    sh, sw = ctx.scalar(stride_h), ctx.scalar(stride_w)
+    ctx.check(sh > 0, f"input {stride_h} (height stride) must be positive, got {sh}")
+    ctx.check(sw > 0, f"input {stride_w} (width stride) must be positive, got {sw}")
+
+
+def _validate_roi_align(ctx: OperationContext) -> HalVersion | None:
+    _validate_roi_common(ctx, 5, 6)
+    rh, rw = ctx.scalar(7), ctx.scalar(8)
+    ctx.check(rh >= 0, f"input 7 (height sampling ratio) must be >= 0, got {rh}")
+    ctx.check(rw >= 0, f"input 8 (width sampling ratio) must be >= 0, got {rw}")
+    return None
+
+
+def _infer_roi(ctx: OperationContext, layout_index: int) -> list[Shape]:
+    x = _check_rank(ctx, 0, 4, "input")
+    roi = _check_rank(ctx, 1, 2, "roi")
+    batches = _check_rank(ctx, 2, 1, "batch indexes")
+    nchw = _layout(ctx, layout_index)
+    n, h, w, c = (x[0], x[2], x[3], x[1]) if nchw else x
+    ctx.check(
+        min(n, h, w, c) > 0,
+        f"input 0 must have positive batch, height, width and depth, got {list(x)}",
+    )
+    ctx.check(roi[1] == 4, f"input 1 (roi) must have shape [num_rois, 4], got {list(roi)}")
+    ctx.check(batches[0] == roi[0], f"input 2 must have shape [{roi[0]}], got {list(batches)}")
+    out_h, out_w = ctx.scalar(3), ctx.scalar(4)
+    ctx.check(out_h > 0 and out_w > 0, f"output size must be positive, got {out_h}x{out_w}")
+    return [(roi[0], c, out_h, out_w) if nchw else (roi[0], out_h, out_w, c)]
+
+
+def _roi_dtype(ctx: OperationContext) -> type:
+    """T_Roi: Android's float16 kernels do box arithmetic in _Float16."""
+    return np.float16 if ctx.input_type(0) == _T.TENSOR_FLOAT16 else F32
+
+
+def _rois_in_feature_map(
+    ctx: OperationContext, rt: type, h: int, w: int
+) -> tuple[np.ndarray, object, object]:
+    """Boxes scaled to the feature map (x1, y1, x2, y2 in ``rt``), checked as Android
+    does: non-negative, inside the map, x1 <= x2 and y1 <= y2."""
+    h_scale = rt(F32(1.0) / F32(ctx.scalar(5)))
+    w_scale = rt(F32(1.0) / F32(ctx.scalar(6)))
+    raw = ctx.value(1)
+    if ctx.input_type(1) == _T.TENSOR_QUANT16_ASYMM:
+        # Quant kernels: float(q) * scale * 0.125 (exact power-of-two step).
+        q = raw.astype(F32)
+        scaled = np.stack(
+            [q[:, 0] * w_scale, q[:, 1] * h_scale, q[:, 2] * w_scale, q[:, 3] * h_scale], axis=1
+        ) * F32(BOX_SCALE)
+        base = scaled
+    else:
+        r = raw.astype(rt)
+        scaled = np.stack(
+            [r[:, 0] * w_scale, r[:, 1] * h_scale, r[:, 2] * w_scale, r[:, 3] * h_scale], axis=1
+        ).astype(rt)
+        base = r
+    ok = (
+        (base >= 0).all(axis=1)
+        & (scaled[:, 0] <= w)
+        & (scaled[:, 2] <= w)
+        & (scaled[:, 1] <= h)
+        & (scaled[:, 3] <= h)
+        & (base[:, 0] <= base[:, 2])
+        & (base[:, 1] <= base[:, 3])
+    )
+    if not ok.all():
+        k = int(np.argmax(~ok))
+        raise _op_failed(
+            ctx,
+            f"input 1 (roi) box {k} {raw[k].tolist()} is malformed or outside the "
+            f"{h}x{w} feature map",
+        )
+    return scaled, h_scale, w_scale
+
+
+def _roi_align_one(
+    ctx: OperationContext,
+    img: np.ndarray,
+    box: np.ndarray,
+    out_h: int,
+    out_w: int,
+    ratio_h: int,
+    ratio_w: int,
+    rt: type,
+    zero_point: int | None,
+) -> tuple[np.ndarray, int]:
+    """One box of ``roiAlignNhwc`` (``zero_point`` None) or ``roiAlignQuantNhwc``: the sum
+    over the sampling points of the bilinear samples, shape (out_h, out_w, depth) (float32,
+    or int64 for quant), and the number of sampling points."""
+    in_h, in_w = img.shape[0], img.shape[1]
+    w0, h0, w1, h1 = (rt(v) for v in box)
+    one = F32(1.0)
+    roi_w = rt(max(F32(w1 - w0), one))
+    roi_h = rt(max(F32(h1 - h0), one))
+    step_w = rt(roi_w / rt(out_w))
+    step_h = rt(roi_h / rt(out_h))
+    rw = ratio_w if ratio_w > 0 else math.ceil(F32(step_w))
+    rh = ratio_h if ratio_h > 0 else math.ceil(F32(step_h))
+    _check_work(ctx, 4 * out_h * rh * out_w * rw * img.shape[2])
+    bin_w = rt(step_w / rt(rw))
+    bin_h = rt(step_h / rt(rh))
+
+    def axis(step, bin_, start, count, ratio, size):
+        starts = (step * np.arange(count).astype(rt) + start).astype(rt)
+        pos = (starts[:, None] + rt(bin_ / rt(2))) + bin_ * np.arange(ratio).astype(rt)[None, :]
+        pos = pos.astype(rt).reshape(-1)
+        lo = np.floor(pos.astype(F32)).astype(np.int64)
+        frac = (pos - lo.astype(rt)).astype(rt)
+        edge = lo >= size - 1
+        lo = np.where(edge, size - 1, lo)
+        hi = np.where(edge, size - 1, lo + 1)
+        frac = np.where(edge, rt(0), frac).astype(rt)
+        return lo, hi, frac, (rt(one) - frac).astype(rt)
+
+    y1, y2, dy1, dy2 = axis(step_h, bin_h, h0, out_h, rh, in_h)
+    x1, x2, dx1, dx2 = axis(step_w, bin_w, w0, out_w, rw, in_w)
+    weights = [
+        np.outer(dy2, dx2).astype(rt),
+        np.outer(dy2, dx1).astype(rt),
+        np.outer(dy1, dx2).astype(rt),
+        np.outer(dy1, dx1).astype(rt),
+    ]
+    corners = [
+        img[y1[:, None], x1[None, :]],
+        img[y1[:, None], x2[None, :]],
+        img[y2[:, None], x1[None, :]],
+        img[y2[:, None], x2[None, :]],
+    ]
+    if zero_point is None:
+        acc = sum(w.astype(F32)[..., None] * v.astype(F32) for w, v in zip(weights, corners))
+    else:
+        acc = sum(
+            round_half_away(w.astype(F32) / _ROI_WEIGHT_SCALE).astype(np.int64)[..., None]
+            * (v.astype(np.int64) - zero_point)
+            for w, v in zip(weights, corners)
+        )
+    depth = img.shape[2]
+    total = acc.reshape(out_h, rh, out_w, rw, depth).sum(axis=(1, 3))
+    return total, rh * rw
+
+
+def _execute_roi_align(ctx: OperationContext) -> list[np.ndarray]:
+    nchw = _layout(ctx, 9)
+    x = _to_nhwc(ctx.value(0), nchw)
+    n, h, w, c = x.shape
+    out_h, out_w = ctx.scalar(3), ctx.scalar(4)
+    ids = ctx.value(2).astype(np.int64)
+    _check_batch_ids(ctx, ids, n, "input 2 (batch index)")
+    rt = _roi_dtype(ctx)
+    boxes, _, _ = _rois_in_feature_map(ctx, rt, h, w)
+    quant = ctx.input_type(0) in _Q8
+    out_dtype = dtype_of(ctx)
+    out = np.zeros((boxes.shape[0], out_h, out_w, c), dtype=out_dtype)
+    ratio_h, ratio_w = ctx.scalar(7), ctx.scalar(8)
+    zi = ctx.input_zero_point(0) if quant else None
+    if quant:
+        zo = ctx.output_zero_point(0)
+        lo, hi = quant_range(ctx.output_type(0))
+    for r in range(boxes.shape[0]):  # boxes: a batch-like axis
+        total, points = _roi_align_one(
+            ctx, x[ids[r]], boxes[r], out_h, out_w, ratio_h, ratio_w, rt, zi
+        )
+        if quant:
+            real = F32(F32(ctx.input_scale(0)) * _ROI_WEIGHT_SCALE) / F32(ctx.output_scale(0))
+            mult, shift = quantize_multiplier(float(F32(real / F32(points))))
+            raw = multiply_by_quantized_multiplier(total, mult, shift) + zo
+            out[r] = np.clip(raw, lo, hi).astype(out_dtype)
+        else:
+            out[r] = (total / F32(points)).astype(out_dtype)
+    return [_from_nhwc(out, nchw)]
+
+
+def _roi_align_signatures() -> tuple[Signature, ...]:
+    i32, f32 = _T.INT32, _T.FLOAT32
+    sigs = []
+    for t in _FLOAT_TENSORS:
+        s = _float_scalar(t)
+        sigs.append(
+            Signature((t, t, _T.TENSOR_INT32, i32, i32, s, s, i32, i32, _T.BOOL), (t,), V.V1_2)
+        )
+    for q in _Q8:
+        sigs.append(
+            Signature(
+                (
+                    q,
+                    _T.TENSOR_QUANT16_ASYMM,
+                    _T.TENSOR_INT32,
+                    i32,
+                    i32,
+                    f32,
+                    f32,
+                    i32,
+                    i32,
+                    _T.BOOL,
+                ),
+                (q,),
+                _quant_version(q),
+            )
+        )
+    return tuple(sigs)
+
+
+ROI_ALIGN = OperationDeclaration(
+    OperationType.ROI_ALIGN,
+    _roi_align_signatures(),
+    infer_shapes=lambda ctx: _infer_roi(ctx, 9),
+    execute=_execute_roi_align,
+    validate=_validate_roi_align,
+    summary=(
+        "Crops each region of interest from its batch's feature map and resizes it to a "
+        "fixed size by averaging bilinear samples (Mask R-CNN's RoIAlign)."
+    ),
+    notes=(
+        "Float16 interpolation sums are accumulated in float32 (Android: _Float16).",
+        "The quantized output multiplier uses QuantizeMultiplier, so a real multiplier "
+        ">= 1 works (Android's QuantizeMultiplierSmallerThanOne would fail).",
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# ROI_POOLING
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_roi_pooling(ctx: OperationContext) -> HalVersion | None:
+    _check_same_quant(ctx, 0, 0, "output")
+    _validate_roi_common(ctx, 5, 6)
+    return None
+
+
+def _pool_bins(step, start: int, count: int, size: int, rt: type) -> tuple[np.ndarray, np.ndarray]:
+    """[floor(step*j + start), ceil(step*(j+1) + start)) per bin, clamped to ``size``."""
+    edges = (step * np.arange(count + 1).astype(rt) + rt(start)).astype(rt).astype(F32)
+    lo = np.minimum(np.floor(edges[:-1]).astype(np.int64), size)
+    hi = np.minimum(np.ceil(edges[1:]).astype(np.int64), size)
+    return lo, hi
+
+
+def range_max(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, axis: int) -> np.ndarray:
+    """``max(a[lo_j:hi_j])`` along ``axis`` for every j, with a sparse table of maxima
+    over power-of-two windows (memory ~ ``a.size * log2(n)``, however many and however
+    wide the ranges). Empty ranges give an arbitrary element; callers mask them."""
+    a = np.moveaxis(a, axis, 0)
+    n = a.shape[0]
+    lo = np.minimum(lo, n - 1)
+    hi = np.maximum(hi, lo + 1)
+    level_of = np.frexp((hi - lo).astype(np.float64))[1] - 1  # floor(log2(length))
+    out = np.empty((lo.size, *a.shape[1:]), dtype=a.dtype)
+    table, span = a, 1
+    for level in range(int(level_of.max()) + 1 if lo.size else 0):
+        if level:
+            table = np.maximum(table[:-span], table[span:])
+            span *= 2
+        sel = np.flatnonzero(level_of == level)
+        if sel.size:
+            out[sel] = np.maximum(table[lo[sel]], table[hi[sel] - span])
+    return np.moveaxis(out, 0, axis)
+
+
+_WORK_LIMIT = 1 << 26  # elements a kernel may hold in intermediates for one box
+
+
+def _execute_roi_pooling(ctx: OperationContext) -> list[np.ndarray]:
+    nchw = _layout(ctx, 7)
+    x = _to_nhwc(ctx.value(0), nchw)
+    n, h, w, c = x.shape
+    out_h, out_w = ctx.scalar(3), ctx.scalar(4)
+    ids = ctx.value(2).astype(np.int64)
+    _check_batch_ids(ctx, ids, n, "input 2 (batch index)")
+    rt = _roi_dtype(ctx)
+    boxes, _, _ = _rois_in_feature_map(ctx, rt, h, w)
+    empty_value = ctx.input_zero_point(0) if ctx.input_type(0) in _Q8 else 0
+    out = np.empty((boxes.shape[0], out_h, out_w, c), dtype=x.dtype)
+    for r in range(boxes.shape[0]):  # boxes: a batch-like axis
+        w0, h0, w1, h1 = (int(round_half_away(F32(v))) for v in boxes[r])
+        roi_w = rt(max(w1 - w0 + 1, 1))
+        roi_h = rt(max(h1 - h0 + 1, 1))
+        ws, we = _pool_bins(rt(roi_w / rt(out_w)), w0, out_w, w, rt)
+        hs, he = _pool_bins(rt(roi_h / rt(out_h)), h0, out_h, h, rt)
+        empty = (he <= hs)[:, None] | (we <= ws)[None, :]
+        r0, r1 = int(hs.min()), int(he.max())
+        c0, c1 = int(ws.min()), int(we.max())
+        if empty.all():
+            out[r] = empty_value
+            continue
+        crop = x[ids[r], r0:r1, c0:c1]
+        # Reduce first along the axis that leaves the smaller intermediate.
+        if crop.shape[0] * out_w <= out_h * crop.shape[1]:
+            _check_work(ctx, crop.shape[0] * out_w * c)
+            pooled = range_max(range_max(crop, ws - c0, we - c0, 1), hs - r0, he - r0, 0)
+        else:
+            _check_work(ctx, out_h * crop.shape[1] * c)
+            pooled = range_max(range_max(crop, hs - r0, he - r0, 0), ws - c0, we - c0, 1)
+        out[r] = np.where(empty[:, :, None], empty_value, pooled).astype(x.dtype)
+    return [_from_nhwc(out, nchw)]
+
+
+def _check_work(ctx: OperationContext, elements: int) -> None:
+    """Bounded resources: refuse per-box intermediates beyond :data:`_WORK_LIMIT`."""
+    if elements > _WORK_LIMIT:
+        raise _op_failed(
+            ctx,
+            f"one box needs {elements} intermediate elements, more than the reference "
+            f"driver allows ({_WORK_LIMIT})",
+        )
+
+
+def _roi_pooling_signatures() -> tuple[Signature, ...]:
+    i32, f32 = _T.INT32, _T.FLOAT32
+    sigs = []
+    for t in _FLOAT_TENSORS:
+        s = _float_scalar(t)
+        sigs.append(Signature((t, t, _T.TENSOR_INT32, i32, i32, s, s, _T.BOOL), (t,), V.V1_2))
+    for q in _Q8:
+        sigs.append(
+            Signature(
+                (q, _T.TENSOR_QUANT16_ASYMM, _T.TENSOR_INT32, i32, i32, f32, f32, _T.BOOL),
+                (q,),
+                _quant_version(q),
+            )
+        )
+    return tuple(sigs)
+
+
+ROI_POOLING = OperationDeclaration(
+    OperationType.ROI_POOLING,
+    _roi_pooling_signatures(),
+    infer_shapes=lambda ctx: _infer_roi(ctx, 7),
+    execute=_execute_roi_pooling,
+    validate=_validate_roi_pooling,
+    summary=(
+        "Max-pools each region of interest of its batch's feature map into a fixed-size "
+        "grid of bins (Fast R-CNN's RoIPool)."
+    ),
+    notes=("An empty bin gives 0 (the zero point when quantized), as Android.",),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# HEATMAP_MAX_KEYPOINT
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_heatmap(ctx: OperationContext) -> HalVersion | None:
+    _check_box_input(ctx, 1, "boxes")
+    _check_box_output(ctx, 1, "keypoints")
+    return None
+
+
+def _infer_heatmap(ctx: OperationContext) -> list[Shape]:
+    hm = _check_rank(ctx, 0, 4, "heatmap")
+    boxes = _check_rank(ctx, 1, 2, "boxes")
+    nchw = _layout(ctx, 2)
+    num_boxes, size = hm[0], hm[2]
+    keypoints = hm[1] if nchw else hm[3]
+    other = hm[3] if nchw else hm[1]
+    ctx.check(
+        other == size and size >= 2,
+        f"input 0 (heatmap) must be square with size >= 2, got {list(hm)}",
+    )
+    ctx.check(
+        boxes == (num_boxes, 4),
+        f"input 1 (boxes) must have shape [{num_boxes}, 4], got {list(boxes)}",
+    )
+    return [(num_boxes, keypoints), (num_boxes, keypoints, 2)]
+
+
+def heatmap_max_keypoints(heatmap: np.ndarray, boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``heatmapMaxKeypointFloat32Nhwc`` for heatmap (boxes, size, size, keypoints) and
+    boxes (boxes, 4): the quadratic-fit score (boxes, keypoints) and the (x, y) keypoint
+    (boxes, keypoints, 2) per box and keypoint, all in float32."""
+    hm = np.asarray(heatmap, dtype=F32)
+    nb, size, _, nk = hm.shape
+    flat = np.transpose(hm, (0, 3, 1, 2)).reshape(nb, nk, size * size)
+    # First strictly-greater maximum above -FLT_MAX (NaN never wins), else index 0.
+    lowest = F32(-np.finfo(F32).max)
+    clean = np.where(np.isnan(flat), F32(-np.inf), flat)
+    idx = np.argmax(clean, axis=2)
+    best = np.take_along_axis(clean, idx[..., None], axis=2)[..., 0]
+    found = best > lowest
+    idx = np.where(found, idx, 0)
+    max_score = np.where(found, best, lowest).astype(F32)
+    mh, mw = idx // size, idx % size
+
+    def mirror(v):
+        return np.where(v < 0, 1, np.where(v >= size, size - 2, v))
+
+    b_ix = np.arange(nb)[:, None]
+    k_ix = np.arange(nk)[None, :]
+    grid = np.empty((3, 3, nb, nk), dtype=F32)
+    for dh in (-1, 0, 1):  # the 3x3 patch around each maximum
+        for dw in (-1, 0, 1):
+            grid[dh + 1, dw + 1] = hm[b_ix, mirror(mh + dh), mirror(mw + dw), k_ix]
+    delta_x, delta_y, score = _solve_for_delta(grid, max_score)
+    bx = np.asarray(boxes, dtype=F32)
+    w0, h0 = bx[:, 0:1], bx[:, 1:2]
+    roi_w, roi_h = bx[:, 2:3] - w0, bx[:, 3:4] - h0
+    fsize = F32(size)
+    w_rel = (mw.astype(F32) + delta_x + F32(0.5)) / fsize
+    h_rel = (mh.astype(F32) + delta_y + F32(0.5)) / fsize
+    keypoints = np.stack([w_rel * roi_w + w0, h_rel * roi_h + h0], axis=-1).astype(F32)
+    return score.astype(F32), keypoints
+
+
+def _solve_for_delta(grid: np.ndarray, max_score: np.ndarray):
+    """``solveForDelta``: fit a quadratic to the 3x3 patch (Taylor expansion at the
+    centre) and move the maximum to its vertex (at most 1.5 cells away). A singular
+    Hessian leaves the maximum where it is."""
+    g = grid
+    two, four, half_cell = F32(2), F32(4), F32(1.5)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        b0 = -(g[1, 2] - g[1, 0]) / two
+        b1 = -(g[2, 1] - g[0, 1]) / two
+        a00 = g[1, 0] - two * g[1, 1] + g[1, 2]
+        a01 = (g[2, 2] - g[2, 0] - g[0, 2] + g[0, 0]) / four
+        a11 = g[0, 1] - two * g[1, 1] + g[2, 1]
+        cross1, cross2 = a00 * a11, a01 * a01
+        det = cross1 - cross2
+        singular = np.abs(det) < (F32(1e-5) + F32(1e-5) * cross1)
+        d0 = (a11 * b0 - a01 * b1) / det
+        d1 = (a00 * b1 - a01 * b0) / det
+        far = (np.abs(d0) > half_cell) | (np.abs(d1) > half_cell)
+        scale = half_cell / np.maximum(np.abs(d0), np.abs(d1))
+        d0 = np.where(far, d0 * scale, d0)
+        d1 = np.where(far, d1 * scale, d1)
+        fitted = (
+            g[1, 1]
+            - b0 * d0
+            - b1 * d1
+            + ((d0 * a00 + d1 * a01) * d0 + (d0 * a01 + d1 * a11) * d1) / two
+        )
+    d0 = np.where(singular, F32(0), d0).astype(F32)
+    d1 = np.where(singular, F32(0), d1).astype(F32)
+    score = np.where(singular, max_score, fitted).astype(F32)
+    return d0, d1, score
+
+
+def _execute_heatmap(ctx: OperationContext) -> list[np.ndarray]:
+    nchw = _layout(ctx, 2)
+    hm = _float_input(ctx, 0)
+    if nchw:
+        hm = np.transpose(hm, (0, 2, 3, 1))
+    boxes = _float_input(ctx, 1)
+    _check_rois_ordered(ctx, boxes, "input 1 (boxes)")
+    score, keypoints = heatmap_max_keypoints(hm, boxes)
+    return [_float_output(ctx, 0, score), _float_output(ctx, 1, keypoints)]
+
+
+def _heatmap_signatures() -> tuple[Signature, ...]:
+    sigs = [Signature((t, t, _T.BOOL), (t, t), V.V1_2) for t in _FLOAT_TENSORS]
+    q16 = _T.TENSOR_QUANT16_ASYMM
+    sigs += [Signature((q, q16, _T.BOOL), (q, q16), _quant_version(q)) for q in _Q8]
+    return tuple(sigs)
+
+
+HEATMAP_MAX_KEYPOINT = OperationDeclaration(
+    OperationType.HEATMAP_MAX_KEYPOINT,
+    _heatmap_signatures(),
+    infer_shapes=_infer_heatmap,
+    execute=_execute_heatmap,
+    validate=_validate_heatmap,
+    summary=(
+        "Locates the maximum of each keypoint heatmap with sub-cell precision "
+        "(quadratic fit) and maps it into its box."
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# BOX_WITH_NMS_LIMIT
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_box_nms(ctx: OperationContext) -> HalVersion | None:
+    _check_box_input(ctx, 1, "roi")
+    _check_box_output(ctx, 1, "output boxes")
+    _check_same_quant(ctx, 0, 0, "output scores")
+    kernel = ctx.scalar(5)
+    ctx.check(
+        kernel in (HARD, LINEAR, GAUSSIAN),
+        f"input 5 (NMS kernel) must be 0 (hard), 1 (linear) or 2 (gaussian), got {kernel}",
+    )
+    if kernel == GAUSSIAN:
+        sigma = ctx.scalar(7)
+        ctx.check(sigma > 0, f"input 7 (gaussian sigma) must be positive, got {sigma}")
+    return None
+
+
+def _infer_box_nms(ctx: OperationContext) -> list[Shape | None]:
+    scores = _check_rank(ctx, 0, 2, "scores")
+    roi = _check_rank(ctx, 1, 2, "roi")
+    batches = _check_rank(ctx, 2, 1, "batch indexes")
+    num_rois, num_classes = scores
+    ctx.check(num_classes > 1, f"input 0 (scores) needs more than one class, got {list(scores)}")
+    ctx.check(
+        roi == (num_rois, num_classes * 4),
+        f"input 1 (roi) must have shape [{num_rois}, {num_classes * 4}], got {list(roi)}",
+    )
+    ctx.check(batches[0] == num_rois, f"input 2 must have shape [{num_rois}], got {list(batches)}")
+    return [None, None, None, None]  # the number of kept boxes depends on the data
+
+
+def box_with_nms_limit(
+    scores: np.ndarray,
+    rois: np.ndarray,
+    batch_ids: np.ndarray,
+    score_threshold: float,
+    max_detections: int,
+    kernel: int,
+    iou_threshold: float,
+    sigma: float,
+    nms_score_threshold: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``boxWithNmsLimitFloat32Compute`` plus output assembly, on float32 data.
+
+    Per run of equal batch ids (boxes of a batch are grouped), per class except class 0,
+    boxes scoring above ``score_threshold`` go through soft/hard NMS (at most
+    ``max_detections`` per class, negative = unlimited); the batch's survivors are cut to
+    the best ``max_detections`` and ordered by class, then score. Returns (scores, boxes
+    (n, 4), classes, batch ids) of the kept boxes."""
+    scores = np.array(scores, dtype=F32)  # decayed in place by soft NMS
+    rois = np.asarray(rois, dtype=F32)
+    num_rois, num_classes = scores.shape
+    boxes = rois.reshape(num_rois, num_classes, 4)
+    ids = np.asarray(batch_ids)
+    run_starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if num_rois else []
+    run_ends = [*run_starts[1:], num_rois]
+    out_rows, out_classes, out_batches = [], [], []
+    for s, e in zip(run_starts, run_ends):  # one pass per batch
+        kept_rows, kept_cls = [], []
+        for c in range(1, num_classes):  # class 0 is the background
+            cand = s + np.flatnonzero(scores[s:e, c] > F32(score_threshold))
+            if cand.size == 0:
+                continue
+            cls_scores = scores[cand, c].copy()
+            keep = nms_single_class(
+                cls_scores,
+                boxes[cand, c],
+                max_detections,
+                iou_threshold,
+                kernel=kernel,
+                sigma=sigma,
+                score_threshold=nms_score_threshold,
+            )
+            scores[cand, c] = cls_scores
+            kept_rows.append(cand[keep])
+            kept_cls.append(np.full(keep.size, c))
+        if not kept_rows:
+            continue
+        rows = np.concatenate(kept_rows)
+        cls = np.concatenate(kept_cls)
+        order = _stable_desc(scores[rows, cls])
+        if 0 <= max_detections < order.size:
+            order = order[:max_detections]
+        rows, cls = rows[order], cls[order]
+        final = np.lexsort((-scores[rows, cls].astype(np.float64), cls))
+        out_rows.append(rows[final])
+        out_classes.append(cls[final])
+        out_batches.append(np.full(final.size, ids[s]))
+    if not out_rows:
+        return (
+            np.zeros(0, F32),
+            np.zeros((0, 4), F32),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+        )
+    rows = np.concatenate(out_rows)
+    cls = np.concatenate(out_classes)
+    return (
+        scores[rows, cls],
+        boxes[rows, cls],
+        cls.astype(np.int32),
+        np.concatenate(out_batches).astype(np.int32),
+    )
+
+
+def _execute_box_nms(ctx: OperationContext) -> list[np.ndarray]:
+    scores = _float_input(ctx, 0)
+    rois = _float_input(ctx, 1)
+    ids = ctx.value(2)
+    _check_rois_ordered(ctx, rois, "input 1 (roi)")
+    out_scores, out_boxes, classes, batches = box_with_nms_limit(
+        scores,
+        rois,
+        ids,
+        ctx.scalar(3),
+        ctx.scalar(4),
+        ctx.scalar(5),
+        ctx.scalar(6),
+        ctx.scalar(7),
+        ctx.scalar(8),
+    )
+    return [
+        _float_output(ctx, 0, out_scores),
+        _float_output(ctx, 1, out_boxes),
+        classes,
+        batches,
+    ]
+
+
+def _box_nms_signatures() -> tuple[Signature, ...]:
+    i32, ti32 = _T.INT32, _T.TENSOR_INT32
+    sigs = []
+    for t in _FLOAT_TENSORS:
+        s = _float_scalar(t)
+        sigs.append(Signature((t, t, ti32, s, i32, i32, s, s, s), (t, t, ti32, ti32), V.V1_2))
+    q16, f = _T.TENSOR_QUANT16_ASYMM, _T.FLOAT32
+    for q in _Q8:
+        sigs.append(
+            Signature((q, q16, ti32, f, i32, i32, f, f, f), (q, q16, ti32, ti32), _quant_version(q))
+        )
+    return tuple(sigs)
+
+
+BOX_WITH_NMS_LIMIT = OperationDeclaration(
+    OperationType.BOX_WITH_NMS_LIMIT,
+    _box_nms_signatures(),
+    infer_shapes=_infer_box_nms,
+    execute=_execute_box_nms,
+    validate=_validate_box_nms,
+    summary=(
+        "Per-class hard, linear or gaussian (soft) non-maximum suppression with a score "
+        "threshold and a per-batch detection limit; the output count depends on the data."
+    ),
+    notes=(
+        "Outputs are sized by the kernel; no detections give zero-sized outputs.",
+        "Gaussian sigma must be positive (Android divides by it unchecked).",
+        "Ties in the final sorts are stable (Android's std::sort is not beyond 30 boxes).",
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# DETECTION_POSTPROCESSING
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_detection(ctx: OperationContext) -> HalVersion | None:
+    for i, what in ((3, "y scale"), (4, "x scale"), (5, "h scale"), (6, "w scale")):
+        v = ctx.scalar(i)
+        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}")
+    for i, what in (
+        (8, "max number of detections"),
+        (9, "max classes per detection"),
+        (10, "max detections per class"),
+    ):
+        v = ctx.scalar(i)
+        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}")
+    for i, what in ((11, "score threshold"), (12, "IoU threshold")):
+        v = ctx.scalar(i)
+        ctx.check(v >= 0, f"input {i} ({what}) must be >= 0, got {v}")
+    return None
+
+
+def _infer_detection(ctx: OperationContext) -> list[Shape]:
+    scores = _check_rank(ctx, 0, 3, "class scores")
+    deltas = _check_rank(ctx, 1, 3, "box encodings")
+    anchors = _check_rank(ctx, 2, 2, "anchors")
+    batches, num_anchors, num_classes = scores
+    ctx.check(num_classes > 1, f"input 0 needs a background and a class, got {list(scores)}")
+    ctx.check(
+        deltas[:2] == (batches, num_anchors) and deltas[2] >= 4,
+        f"input 1 (box encodings) must have shape [{batches}, {num_anchors}, >= 4], "
+        f"got {list(deltas)}",
+    )
+    ctx.check(
+        anchors == (num_anchors, 4),
+        f"input 2 (anchors) must have shape [{num_anchors}, 4], got {list(anchors)}",
+    )
+    detections = ctx.scalar(8)
+    if not ctx.scalar(7):  # fast NMS reports up to max_classes_per_detection per box
+        detections *= ctx.scalar(9)
+    return [(batches, detections), (batches, detections, 4), (batches, detections), (batches,)]
+
+
+def decode_center_size(
+    deltas: np.ndarray, anchors: np.ndarray, scales: tuple[float, float, float, float]
+) -> np.ndarray:
+    """Box encodings (y, x, h, w) relative to anchors (ctr_y, ctr_x, h, w) to corner
+    boxes (y1, x1, y2, x2), in float32 with Android's operation order."""
+    sy, sx, sh, sw = (F32(s) for s in scales)
+    d = np.asarray(deltas, dtype=F32)
+    a = np.asarray(anchors, dtype=F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = a[:, 0] + a[:, 2] * d[..., 0] / sy
+        x = a[:, 1] + a[:, 3] * d[..., 1] / sx
+        h_half = a[:, 2] * np.exp(d[..., 2] / sh) * F32(0.5)
+        w_half = a[:, 3] * np.exp(d[..., 3] / sw) * F32(0.5)
+    return np.stack([y - h_half, x - w_half, y + h_half, x + w_half], axis=-1).astype(F32)
+
+
+def _execute_detection(ctx: OperationContext) -> list[np.ndarray]:
+    scores = np.asarray(ctx.value(0), dtype=F32)
+    deltas = np.asarray(ctx.value(1), dtype=F32)
+    anchors = np.asarray(ctx.value(2), dtype=F32)
+    batches, num_anchors, num_classes = scores.shape
+    regular = bool(ctx.scalar(7))
+    max_det, max_cls, max_per_cls = ctx.scalar(8), ctx.scalar(9), ctx.scalar(10)
+    score_thr, iou_thr = F32(ctx.scalar(11)), ctx.scalar(12)
+    label_offset = 0 if ctx.scalar(13) else 1
+    slots = ctx.output_shapes[0][1]
+    out_scores = np.zeros((batches, slots), F32)
+    out_boxes = np.zeros((batches, slots, 4), F32)
+    out_classes = np.zeros((batches, slots), np.int32)
+    out_count = np.zeros(batches, np.int32)
+    boxes = decode_center_size(deltas[..., :4], anchors, tuple(ctx.scalar(i) for i in (3, 4, 5, 6)))
+    for b in range(batches):
+        sc = scores[b]
+        if regular:
+            anchors_kept, classes_kept = [], []
+            for c in range(1, num_classes):  # class 0 is the background
+                cand = np.flatnonzero(sc[:, c] > score_thr)
+                keep = nms_single_class(sc[cand, c].copy(), boxes[b, cand], max_per_cls, iou_thr)
+                anchors_kept.append(cand[keep])
+                classes_kept.append(np.full(keep.size, c))
+            rows = np.concatenate(anchors_kept)
+            cls = np.concatenate(classes_kept)
+            order = _stable_desc(sc[rows, cls])[:max_det]
+            rows, cls = rows[order], cls[order]
+            k = rows.size
+            out_scores[b, :k] = sc[rows, cls]
+            out_boxes[b, :k] = boxes[b, rows]
+            out_classes[b, :k] = cls - label_offset
+            out_count[b] = k
+        else:
+            per_box = min(num_classes - 1, max_cls)
+            best = sc[:, 1:].max(axis=1) if num_anchors else np.zeros(0, F32)
+            cand = np.flatnonzero(best > score_thr)
+            keep = cand[nms_single_class(best[cand].copy(), boxes[b, cand], max_det, iou_thr)]
+            # Classes of each kept box, best first (stable: lower class wins a tie).
+            ranked = np.argsort(-sc[keep, 1:].astype(np.float64), axis=1, kind="stable")
+            top = ranked[:, :per_box] + 1
+            k = keep.size * per_box
+            out_scores[b, :k] = np.take_along_axis(sc[keep], top, axis=1).reshape(-1)
+            out_boxes[b, :k] = np.repeat(boxes[b, keep], per_box, axis=0)
+            out_classes[b, :k] = (top - label_offset).reshape(-1)
+            out_count[b] = k
+    dt = dtype_of(ctx, 0)
+    return [out_scores.astype(dt), out_boxes.astype(dt), out_classes, out_count]
+
+
+def _detection_signatures() -> tuple[Signature, ...]:
+    i32, b = _T.INT32, _T.BOOL
+    sigs = []
+    for t in _FLOAT_TENSORS:
+        s = _float_scalar(t)
+        sigs.append(
+            Signature(
+                (t, t, t, s, s, s, s, b, i32, i32, i32, s, s, b),
+                (t, t, _T.TENSOR_INT32, _T.TENSOR_INT32),
+                V.V1_2,
+            )
+        )
+    return tuple(sigs)
+
+
+DETECTION_POSTPROCESSING = OperationDeclaration(
+    OperationType.DETECTION_POSTPROCESSING,
+    _detection_signatures(),
+    infer_shapes=_infer_detection,
+    execute=_execute_detection,
+    validate=_validate_detection,
+    summary=(
+        "SSD post-processing: decodes box encodings against anchors, then regular "
+        "(per-class) or fast (best-class) hard NMS into fixed-size, zero-padded outputs."
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# GENERATE_PROPOSALS
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_proposals(ctx: OperationContext) -> HalVersion | None:
+    _check_box_input(ctx, 2, "anchors")
+    _check_box_input(ctx, 3, "image info")
+    _check_box_output(ctx, 1, "output boxes")
+    _check_same_quant(ctx, 0, 0, "output scores")
+    for i, what in ((4, "height stride"), (5, "width stride")):
+        v = ctx.scalar(i)
+        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}")
+    return None
+
+
+def _infer_proposals(ctx: OperationContext) -> list[Shape | None]:
+    scores = _check_rank(ctx, 0, 4, "scores")
+    deltas = _check_rank(ctx, 1, 4, "bounding box deltas")
+    anchors = _check_rank(ctx, 2, 2, "anchors")
+    info = _check_rank(ctx, 3, 2, "image info")
+    nchw = _layout(ctx, 10)
+    n, a, h, w = scores if nchw else (scores[0], scores[3], scores[1], scores[2])
+    expect = (n, 4 * a, h, w) if nchw else (n, h, w, 4 * a)
+    ctx.check(
+        deltas == expect, f"input 1 (deltas) must have shape {list(expect)}, got {list(deltas)}"
+    )
+    ctx.check(anchors == (a, 4), f"input 2 (anchors) must have shape [{a}, 4], got {list(anchors)}")
+    ctx.check(info == (n, 2), f"input 3 (image info) must have shape [{n}, 2], got {list(info)}")
+    return [None, None, None]  # the number of proposals depends on the data
+
+
+def generate_proposals(
+    scores: np.ndarray,
+    deltas: np.ndarray,
+    anchors: np.ndarray,
+    image_info: np.ndarray,
+    stride_h: float,
+    stride_w: float,
+    pre_nms_top_n: int,
+    post_nms_top_n: int,
+    iou_threshold: float,
+    min_size: float,
+    check: Callable[[np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``generateProposalsNhwcFloat32Compute`` on float32 NHWC data: anchors tiled over
+    the feature map, transformed by the deltas and clipped to the image, the best
+    ``pre_nms_top_n`` kept (non-positive: all), boxes not wider/taller than ``min_size``
+    or centred outside the image dropped, then hard NMS keeps at most
+    ``post_nms_top_n`` (non-positive: all). Returns (scores, boxes, batch indexes)."""
+    n, h, w, a = scores.shape
+    anchors = np.asarray(anchors, dtype=F32)
+    h_shift = np.arange(h).astype(F32) * F32(stride_h)
+    w_shift = np.arange(w).astype(F32) * F32(stride_w)
+    shift = np.stack(
+        np.broadcast_arrays(
+            w_shift[None, :, None],
+            h_shift[:, None, None],
+            w_shift[None, :, None],
+            h_shift[:, None, None],
+        ),
+        axis=-1,
+    )  # (h, w, 1, 4)
+    base = (anchors[None, None, :, :] + shift).reshape(-1, 4).astype(F32)
+    if check is not None:
+        check(base)
+    count = h * w * a
+    out_s, out_b, out_i = [], [], []
+    for b in range(n):  # one pass per batch
+        sc = np.asarray(scores[b], dtype=F32).reshape(count)
+        info = np.broadcast_to(np.asarray(image_info[b], dtype=F32), (count, 2))
+        boxes = bbox_transform(base, np.asarray(deltas[b], dtype=F32).reshape(count, 4), info)
+        select = np.arange(count)
+        if 0 < pre_nms_top_n < count:
+            select = _stable_desc(sc)[:pre_nms_top_n]
+        bx = boxes[select]
+        bw = bx[:, 2] - bx[:, 0]
+        bh = bx[:, 3] - bx[:, 1]
+        cx = bx[:, 0] + bw / F32(2)
+        cy = bx[:, 1] + bh / F32(2)
+        img_h, img_w = F32(image_info[b][0]), F32(image_info[b][1])
+        ms = F32(min_size)
+        select = select[(bw > ms) & (bh > ms) & (cx < img_w) & (cy < img_h)]
+        limit = post_nms_top_n if post_nms_top_n > 0 else -1
+        keep = select[nms_single_class(sc[select].copy(), boxes[select], limit, iou_threshold)]
+        out_s.append(sc[keep])
+        out_b.append(boxes[keep])
+        out_i.append(np.full(keep.size, b, dtype=np.int32))
+    if not out_s:
+        return np.zeros(0, F32), np.zeros((0, 4), F32), np.zeros(0, np.int32)
+    return np.concatenate(out_s), np.concatenate(out_b), np.concatenate(out_i)
+
+
+def _execute_proposals(ctx: OperationContext) -> list[np.ndarray]:
+    nchw = _layout(ctx, 10)
+    scores = _to_nhwc(_float_input(ctx, 0), nchw)
+    deltas = _to_nhwc(_float_input(ctx, 1), nchw)
+    out_s, out_b, out_i = generate_proposals(
+        scores,
+        deltas,
+        _float_input(ctx, 2),
+        _float_input(ctx, 3),
+        ctx.scalar(4),
+        ctx.scalar(5),
+        ctx.scalar(6),
+        ctx.scalar(7),
+        ctx.scalar(8),
+        ctx.scalar(9),
+        check=lambda boxes: _check_rois_ordered(ctx, boxes, "input 2 (anchors)"),
+    )
+    return [_float_output(ctx, 0, out_s), _float_output(ctx, 1, out_b), out_i]
+
+
+def _proposal_signatures() -> tuple[Signature, ...]:
+    i32, b = _T.INT32, _T.BOOL
+    sigs = []
+    for t in _FLOAT_TENSORS:
+        s = _float_scalar(t)
+        sigs.append(
+            Signature((t, t, t, t, s, s, i32, i32, s, s, b), (t, t, _T.TENSOR_INT32), V.V1_2)
+        )
+    f, q16a = _T.FLOAT32, _T.TENSOR_QUANT16_ASYMM
+    for q in _Q8:
+        sigs.append(
+            Signature(
+                (q, q, _T.TENSOR_QUANT16_SYMM, q16a, f, f, i32, i32, f, f, b),
+                (q, q16a, _T.TENSOR_INT32),
+                _quant_version(q),
+            )
+        )
+    return tuple(sigs)
+
+
+GENERATE_PROPOSALS = OperationDeclaration(
+    OperationType.GENERATE_PROPOSALS,
+    _proposal_signatures(),
+    infer_shapes=_infer_proposals,
+    execute=_execute_proposals,
+    validate=_validate_proposals,
+    summary=(
+        "Region proposal network post-processing: anchors tiled over the feature map, "
+        "moved by the predicted deltas, clipped, filtered and thinned by hard NMS."
+    ),
+    notes=(
+        "Outputs are sized by the kernel; no proposals give zero-sized outputs.",
+        "Boxes are kept when width and height exceed min_size (strictly), as Android.",
+    ),
+)
+
+
+DECLARATIONS: tuple[OperationDeclaration, ...] = (
+    ROI_ALIGN,
+    ROI_POOLING,
+    HEATMAP_MAX_KEYPOINT,
+    AXIS_ALIGNED_BBOX_TRANSFORM,
+    BOX_WITH_NMS_LIMIT,
+    DETECTION_POSTPROCESSING,
+    GENERATE_PROPOSALS,
+)

@@ -1,7 +1,485 @@
-"""Operation family module (declarations, shape inference and kernels together)."""
+"""Hashing and sampling: LSH_PROJECTION and RANDOM_MULTINOMIAL.
+
+Both reproduce Android 11's reference (``LSHProjection.cpp``, ``Multinomial.cpp``) bit
+for bit, up to last-bit differences between libm's and numpy's ``exp``:
+
+* LSH_PROJECTION hashes ``seed bytes + input row bytes`` with farmhash's
+  ``Fingerprint64`` (:func:`fingerprint64`, vectorized over keys), sums the signed 64-bit
+  hashes (weighted) as doubles in row order and keeps the sign bit.
+* RANDOM_MULTINOMIAL draws from TensorFlow's ``PhiloxRandom`` (Philox4x32-10,
+  :func:`philox4x32`) seeded with the two seed values, one double per sample
+  (``SimplePhilox::RandDouble``), and inverts the unnormalized CDF with
+  ``std::upper_bound``. One documented difference: Android seeds (0, 0) with fresh OS
+  randomness (``GuardedPhiloxRandom::Init``); the reference stays deterministic and uses
+  (0, 0) as given, so its results are reproducible for every seed.
+"""
 
 from __future__ import annotations
 
-from driver.operations.base import OperationDeclaration
+import math
 
-DECLARATIONS: tuple[OperationDeclaration, ...] = ()
+import numpy as np
+
+from driver.hal.types import HalVersion, OperationType
+from driver.operations.base import (
+    OperationContext,
+    OperationDeclaration,
+    Shape,
+    Signature,
+)
+from driver.operations.base import T as _T
+
+V = HalVersion
+
+# ---------------------------------------------------------------------------------------
+# farmhash Fingerprint64 (farmhashna::Hash64), vectorized over many equal-length keys
+# ---------------------------------------------------------------------------------------
+
+_K0 = np.uint64(0xC3A5C85C97CB3127)
+_K1 = np.uint64(0xB492B66FBE98F273)
+_K2 = np.uint64(0x9AE16A3B2F90404F)
+_U64 = np.uint64
+
+
+def _rot(v: np.ndarray, shift: int) -> np.ndarray:
+    """farmhash ``Rotate`` (right rotation; every call site has 0 < shift < 64)."""
+    return (v >> _U64(shift)) | (v << _U64(64 - shift))
+
+
+def _shift_mix(v: np.ndarray) -> np.ndarray:
+    return v ^ (v >> _U64(47))
+
+
+def _hash_len16(u: np.ndarray, v: np.ndarray, mul) -> np.ndarray:
+    a = (u ^ v) * mul
+    a ^= a >> _U64(47)
+    b = (v ^ a) * mul
+    b ^= b >> _U64(47)
+    return b * mul
+
+
+def _fetch64(keys: np.ndarray, offset: int) -> np.ndarray:
+    return np.ascontiguousarray(keys[:, offset : offset + 8]).view("<u8")[:, 0].astype(np.uint64)
+
+
+def _fetch32(keys: np.ndarray, offset: int) -> np.ndarray:
+    return np.ascontiguousarray(keys[:, offset : offset + 4]).view("<u4")[:, 0].astype(np.uint64)
+
+
+def _weak_hash_len32_with_seeds(keys, offset, a, b):
+    w = _fetch64(keys, offset)
+    x = _fetch64(keys, offset + 8)
+    y = _fetch64(keys, offset + 16)
+    z = _fetch64(keys, offset + 24)
+    a = a + w
+    b = _rot(b + a + z, 21)
+    c = a
+    a = a + x
+    a = a + y
+    b = b + _rot(a, 44)
+    return a + z, b + c
+
+
+def fingerprint64(keys: np.ndarray) -> np.ndarray:
+    """farmhash ``Fingerprint64`` of each row of ``keys`` (uint8, shape ``(n, length)``),
+    as uint64. All keys have the same length, so every branch is a vector operation."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint8)
+    if keys.ndim != 2:
+        raise ValueError("keys must be a 2-D uint8 array")
+    n, length = keys.shape
+    with np.errstate(over="ignore"):
+        if length <= 16:
+            return _hash_len0_to16(keys, n, length)
+        if length <= 32:
+            return _hash_len17_to32(keys, length)
+        if length <= 64:
+            return _hash_len33_to64(keys, length)
+        return _hash_long(keys, n, length)
+
+
+def _hash_len0_to16(keys: np.ndarray, n: int, length: int) -> np.ndarray:
+    ln = _U64(length)
+    if length >= 8:
+        mul = _K2 + ln * _U64(2)
+        a = _fetch64(keys, 0) + _K2
+        b = _fetch64(keys, length - 8)
+        c = _rot(b, 37) * mul + a
+        d = (_rot(a, 25) + b) * mul
+        return _hash_len16(c, d, mul)
+    if length >= 4:
+        mul = _K2 + ln * _U64(2)
+        a = _fetch32(keys, 0)
+        return _hash_len16(ln + (a << _U64(3)), _fetch32(keys, length - 4), mul)
+    if length > 0:
+        a = keys[:, 0].astype(np.uint64)
+        b = keys[:, length >> 1].astype(np.uint64)
+        c = keys[:, length - 1].astype(np.uint64)
+        # uint32 arithmetic in C++; the values are small enough not to wrap.
+        y = a + (b << _U64(8))
+        z = ln + (c << _U64(2))
+        return _shift_mix((y * _K2) ^ (z * _K0)) * _K2
+    return np.full(n, _K2, dtype=np.uint64)
+
+
+def _hash_len17_to32(keys: np.ndarray, length: int) -> np.ndarray:
+    mul = _K2 + _U64(length) * _U64(2)
+    a = _fetch64(keys, 0) * _K1
+    b = _fetch64(keys, 8)
+    c = _fetch64(keys, length - 8) * mul
+    d = _fetch64(keys, length - 16) * _K2
+    return _hash_len16(_rot(a + b, 43) + _rot(c, 30) + d, a + _rot(b + _K2, 18) + c, mul)
+
+
+def _hash_len33_to64(keys: np.ndarray, length: int) -> np.ndarray:
+    mul = _K2 + _U64(length) * _U64(2)
+    a = _fetch64(keys, 0) * _K2
+    b = _fetch64(keys, 8)
+    c = _fetch64(keys, length - 8) * mul
+    d = _fetch64(keys, length - 16) * _K2
+    y = _rot(a + b, 43) + _rot(c, 30) + d
+    z = _hash_len16(y, a + _rot(b + _K2, 18) + c, mul)
+    e = _fetch64(keys, 16) * mul
+    f = _fetch64(keys, 24)
+    g = (y + _fetch64(keys, length - 32)) * mul
+    h = (z + _fetch64(keys, length - 24)) * mul
+    return _hash_len16(_rot(e + f, 43) + _rot(g, 30) + h, e + _rot(f + a, 18) + g, mul)
+
+
+def _hash_long(keys: np.ndarray, n: int, length: int) -> np.ndarray:
+    seed = _U64(81)
+    zeros = np.zeros(n, dtype=np.uint64)
+    x = np.full(n, seed, dtype=np.uint64)
+    y = np.full(n, seed * _K1 + _U64(113), dtype=np.uint64)
+    z = _shift_mix(y * _K2 + _U64(113)) * _K2
+    v0, v1 = zeros.copy(), zeros.copy()
+    w0, w1 = zeros.copy(), zeros.copy()
+    x = x * _K2 + _fetch64(keys, 0)
+    end = ((length - 1) // 64) * 64
+    last64 = end + ((length - 1) & 63) - 63
+    s = 0
+    while True:  # one pass per 64-byte block: bounded by the key length
+        x = _rot(x + y + v0 + _fetch64(keys, s + 8), 37) * _K1
+        y = _rot(y + v1 + _fetch64(keys, s + 48), 42) * _K1
+        x ^= w1
+        y = y + v0 + _fetch64(keys, s + 40)
+        z = _rot(z + w0, 33) * _K1
+        v0, v1 = _weak_hash_len32_with_seeds(keys, s, v1 * _K1, x + w0)
+        w0, w1 = _weak_hash_len32_with_seeds(keys, s + 32, z + w1, y + _fetch64(keys, s + 16))
+        x, z = z, x
+        s += 64
+        if s == end:
+            break
+    mul = _K1 + ((z & _U64(0xFF)) << _U64(1))
+    s = last64
+    w0 = w0 + _U64((length - 1) & 63)
+    v0 = v0 + w0
+    w0 = w0 + v0
+    x = _rot(x + y + v0 + _fetch64(keys, s + 8), 37) * mul
+    y = _rot(y + v1 + _fetch64(keys, s + 48), 42) * mul
+    x ^= w1 * _U64(9)
+    y = y + v0 * _U64(9) + _fetch64(keys, s + 40)
+    z = _rot(z + w0, 33) * mul
+    v0, v1 = _weak_hash_len32_with_seeds(keys, s, v1 * mul, x + w0)
+    w0, w1 = _weak_hash_len32_with_seeds(keys, s + 32, z + w1, y + _fetch64(keys, s + 16))
+    x, z = z, x
+    return _hash_len16(
+        _hash_len16(v0, w0, mul) + _shift_mix(y) * _K0 + z, _hash_len16(v1, w1, mul) + x, mul
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# LSH_PROJECTION
+# ---------------------------------------------------------------------------------------
+
+LSH_SPARSE_DEPRECATED = 1  # HAL 1.0 "sparse": no per-function offset
+LSH_DENSE = 2
+LSH_SPARSE = 3  # HAL 1.2: adds k * (1 << bits) to function k's signature
+
+_LSH_INPUTS_V1_0 = (_T.TENSOR_FLOAT32, _T.TENSOR_INT32, _T.TENSOR_QUANT8_ASYMM)
+
+
+def _lsh_signatures() -> tuple[Signature, ...]:
+    sigs = []
+    for hash_type, hash_version in ((_T.TENSOR_FLOAT32, V.V1_0), (_T.TENSOR_FLOAT16, V.V1_2)):
+        for in_type, in_version in (
+            *((t, V.V1_0) for t in _LSH_INPUTS_V1_0),
+            (_T.TENSOR_FLOAT16, V.V1_2),
+            (_T.TENSOR_QUANT8_ASYMM_SIGNED, V.V1_3),
+        ):
+            sigs.append(
+                Signature(
+                    (hash_type, in_type, hash_type, _T.INT32),
+                    (_T.TENSOR_INT32,),
+                    max(hash_version, in_version),
+                    optional=frozenset({2}),
+                )
+            )
+    return tuple(sigs)
+
+
+def _validate_lsh(ctx: OperationContext) -> HalVersion | None:
+    kind = ctx.scalar(3)
+    ctx.check(
+        kind in (LSH_SPARSE_DEPRECATED, LSH_DENSE, LSH_SPARSE),
+        f"input 3 (projection type) must be 1 (sparse, deprecated), 2 (dense) or 3 "
+        f"(sparse), got {kind}",
+    )
+    return V.V1_2 if kind == LSH_SPARSE else None
+
+
+def _infer_lsh(ctx: OperationContext) -> list[Shape]:
+    hash_shape = ctx.shape(0)
+    ctx.check(len(hash_shape) == 2, f"input 0 (hash) must have rank 2, got {list(hash_shape)}")
+    num_hash, num_bits = hash_shape
+    ctx.check(
+        num_bits <= 32, f"input 0 (hash) may have at most 32 bits per function, got {num_bits}"
+    )
+    in_shape = ctx.shape(1)
+    ctx.check(len(in_shape) >= 1, "input 1 (input) must have rank >= 1, got a scalar shape")
+    if not ctx.is_omitted(2) and ctx.shapes[2] is not None:
+        w = ctx.shapes[2]
+        ctx.check(
+            len(w) == 1 and w[0] == in_shape[0],
+            f"input 2 (weight) must have shape [{in_shape[0]}] (input 1's first dimension), "
+            f"got {list(w)}",
+        )
+    kind = ctx.scalar(3)
+    if kind == LSH_DENSE:
+        return [(num_hash * num_bits,)]
+    if kind == LSH_SPARSE:
+        # The per-function offset k << bits must fit in int32 (NeuralNetworks.h).
+        extra = math.ceil(math.log2(num_hash)) if num_hash > 1 else 0
+        ctx.check(
+            num_bits + extra <= 32,
+            f"input 0 (hash) shape {list(hash_shape)}: sparse projection needs "
+            f"bits + ceil(log2(functions)) <= 32",
+        )
+    return [(num_hash,)]
+
+
+def lsh_sign_bits(seeds: np.ndarray, rows: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Android's ``runningSignBit`` for every seed at once.
+
+    ``seeds``: the hash tensor's values (float32 or float16; their bytes start each key);
+    ``rows``: the input as a uint8 array of shape ``(rows, bytes per row)``;
+    ``weights``: per-row weights (the hash dtype) or None. Returns 0/1 bits shaped like
+    ``seeds``. The score is the running double sum, in row order, of each key's
+    ``Fingerprint64`` read as int64 (times the row's weight)."""
+    flat = np.ascontiguousarray(seeds).reshape(-1)
+    seed_bytes = flat.view(np.uint8).reshape(flat.size, flat.itemsize)
+    num_seeds, num_rows = flat.size, rows.shape[0]
+    if num_rows == 0:
+        return np.zeros(seeds.shape, dtype=np.int64)
+    w = None if weights is None else weights.astype(np.float64)[None, :]
+    score = np.empty(num_seeds)
+    # Bounded memory: hash the keys of a few seeds at a time.
+    key_bytes = flat.itemsize + rows.shape[1]
+    step = max(1, _LSH_CHUNK_BYTES // (num_rows * key_bytes))
+    for s in range(0, num_seeds, step):
+        k = min(step, num_seeds - s)
+        keys = np.concatenate(
+            [
+                np.broadcast_to(seed_bytes[s : s + k, None, :], (k, num_rows, flat.itemsize)),
+                np.broadcast_to(rows[None, :, :], (k, num_rows, rows.shape[1])),
+            ],
+            axis=2,
+        ).reshape(k * num_rows, key_bytes)
+        hashed = fingerprint64(keys).view(np.int64).astype(np.float64).reshape(k, num_rows)
+        if w is not None:
+            hashed = w * hashed
+        # np.add.accumulate sums left to right, like the C++ loop (np.sum would pair up).
+        score[s : s + k] = np.add.accumulate(hashed, axis=1)[:, -1]
+    return (score > 0).astype(np.int64).reshape(seeds.shape)
+
+
+_LSH_CHUNK_BYTES = 1 << 22
+
+
+def _execute_lsh(ctx: OperationContext) -> list[np.ndarray]:
+    seeds = ctx.value(0)
+    data = np.ascontiguousarray(ctx.value(1))
+    num_rows = data.shape[0]
+    rows = (
+        data.view(np.uint8).reshape(num_rows, -1)
+        if data.size
+        else (np.zeros((num_rows, 0), dtype=np.uint8))
+    )
+    weights = None if ctx.is_omitted(2) else ctx.value(2).astype(seeds.dtype)
+    bits = lsh_sign_bits(seeds, rows, weights)
+    kind = ctx.scalar(3)
+    if kind == LSH_DENSE:
+        return [bits.reshape(-1).astype(np.int32)]
+    num_hash, num_bits = seeds.shape
+    # Signature bits are shifted in most-significant first (int32 in C++; held as int64).
+    powers = np.left_shift(np.int64(1), np.arange(num_bits - 1, -1, -1, dtype=np.int64))
+    signature = (bits * powers).sum(axis=1)
+    if kind == LSH_SPARSE:
+        signature = signature + np.arange(num_hash, dtype=np.int64) * (np.int64(1) << num_bits)
+    wrapped = ((signature + 2**31) & 0xFFFFFFFF) - 2**31
+    return [wrapped.astype(np.int32)]
+
+
+LSH_PROJECTION = OperationDeclaration(
+    OperationType.LSH_PROJECTION,
+    _lsh_signatures(),
+    infer_shapes=_infer_lsh,
+    execute=_execute_lsh,
+    validate=_validate_lsh,
+    summary=(
+        "Locality-sensitive hashing of the input rows to a bit vector (dense) or one "
+        "signature per hash function (sparse), with farmhash Fingerprint64."
+    ),
+    notes=(
+        "Type 3 (sparse with per-function offset) needs HAL 1.2; type 1 is 1.0's sparse.",
+        "Signed and unsigned quant8 inputs hash different bytes, so their results differ.",
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Philox4x32-10 (tensorflow::random::PhiloxRandom) and RANDOM_MULTINOMIAL
+# ---------------------------------------------------------------------------------------
+
+_PHILOX_M0 = np.uint64(0xD2511F53)
+_PHILOX_M1 = np.uint64(0xCD9E8D57)
+_PHILOX_W0 = 0x9E3779B9
+_PHILOX_W1 = 0xBB67AE85
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def philox4x32(counters: np.ndarray, key: tuple[int, int]) -> np.ndarray:
+    """Philox4x32-10 blocks: ``counters`` is ``(n, 4)`` uint32 words (low word first);
+    returns ``(n, 4)`` uint32 outputs, as TensorFlow's ``PhiloxRandom::operator()``."""
+    c = [counters[:, i].astype(np.uint64) for i in range(4)]
+    k0, k1 = key[0] & 0xFFFFFFFF, key[1] & 0xFFFFFFFF
+    for round_ in range(10):
+        if round_:
+            k0 = (k0 + _PHILOX_W0) & 0xFFFFFFFF
+            k1 = (k1 + _PHILOX_W1) & 0xFFFFFFFF
+        p0 = _PHILOX_M0 * c[0]
+        p1 = _PHILOX_M1 * c[2]
+        c = [
+            (p1 >> _U64(32)) ^ c[1] ^ _U64(k0),
+            p1 & _MASK32,
+            (p0 >> _U64(32)) ^ c[3] ^ _U64(k1),
+            p0 & _MASK32,
+        ]
+    return np.stack(c, axis=1).astype(np.uint32)
+
+
+def philox_uint32_stream(seed: int, seed2: int, count: int, start: int = 0) -> np.ndarray:
+    """Outputs ``start .. start + count - 1`` of ``PhiloxRandom(seed, seed2)`` as consumed
+    one at a time (``SingleSampleAdapter``): block ``i`` (counter ``i`` in the low 64
+    bits, seed2 in the high 64) gives outputs ``4i .. 4i + 3``, in order."""
+    lo = seed & 0xFFFFFFFFFFFFFFFF
+    hi = seed2 & 0xFFFFFFFFFFFFFFFF
+    first, skip = divmod(start, 4)
+    blocks = (skip + count + 3) // 4
+    idx = np.arange(first, first + blocks, dtype=np.uint64)
+    # 128-bit counter: a carry into the seed2 words needs 2**64 blocks: cannot happen.
+    counters = np.stack(
+        [
+            idx & _MASK32,
+            idx >> _U64(32),
+            np.full(blocks, hi & 0xFFFFFFFF, dtype=np.uint64),
+            np.full(blocks, hi >> 32, dtype=np.uint64),
+        ],
+        axis=1,
+    )
+    words = philox4x32(counters, (lo & 0xFFFFFFFF, lo >> 32)).reshape(-1)
+    return words[skip : skip + count]
+
+
+def philox_doubles(seed: int, seed2: int, count: int, start: int = 0) -> np.ndarray:
+    """``SimplePhilox::RandDouble`` draws ``start .. start + count - 1``: two outputs
+    x0, x1 make the double 1.(x0 & 0xfffff)(x1) - 1.0, uniform in [0, 1)."""
+    words = philox_uint32_stream(seed, seed2, 2 * count, 2 * start).astype(np.uint64)
+    words = words.reshape(count, 2)
+    mantissa = ((words[:, 0] & _U64(0xFFFFF)) << _U64(32)) | words[:, 1]
+    bits = (_U64(1023) << _U64(52)) | mantissa
+    return bits.view(np.float64) - 1.0
+
+
+def _validate_multinomial(ctx: OperationContext) -> HalVersion | None:
+    ctx.check_rank(0, exact=2)
+    ctx.check_rank(2, exact=1)
+    samples = ctx.scalar(1)
+    ctx.check(samples > 0, f"input 1 (sample count) must be positive, got {samples}")
+    return None
+
+
+def _infer_multinomial(ctx: OperationContext) -> list[Shape]:
+    logits = ctx.shape(0)
+    ctx.check(len(logits) == 2, f"input 0 must have rank 2, got {list(logits)}")
+    seeds = ctx.shape(2)
+    ctx.check(seeds == (2,), f"input 2 (seeds) must have shape [2], got {list(seeds)}")
+    return [(logits[0], ctx.scalar(1))]
+
+
+def multinomial_samples(logits: np.ndarray, num_samples: int, seed: int, seed2: int) -> np.ndarray:
+    """Android's ``Multinomial::EvalFloat32``: per row, CDF of exp(x - max) over the
+    finite logits (double), then ``upper_bound(cdf, u * total)`` for each Philox double u.
+    A row with no finite logit gives index ``classes`` (as Android does)."""
+    logits = np.asarray(logits, dtype=np.float32)
+    batches, classes = logits.shape
+    finite = np.isfinite(logits)
+    lowest = np.float32(np.finfo(np.float32).min)
+    row_max = np.where(finite, logits, lowest).max(axis=1, initial=lowest).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = np.where(finite, np.exp(logits.astype(np.float64) - row_max[:, None]), 0.0)
+    cdf = np.cumsum(terms, axis=1)  # sequential, as the C++ running total
+    total = cdf[:, -1] if classes else np.zeros(batches)
+    out = np.empty((batches, num_samples), dtype=np.int32)
+    if classes <= _COUNTING_CLASSES:
+        # Few classes: upper_bound = how many CDF entries are <= the target, for many rows
+        # at once; chunks of rows (or of one row's samples) keep the comparisons small.
+        per_draw = max(classes, 1)
+        span = max(1, min(num_samples, _SAMPLE_CHUNK // per_draw))
+        rows = max(1, _SAMPLE_CHUNK // (span * per_draw)) if span == num_samples else 1
+        for b in range(0, batches, rows):
+            k = min(rows, batches - b)
+            for s in range(0, num_samples, span):
+                m = min(span, num_samples - s)
+                # k > 1 only when whole rows fit: their draws are then consecutive.
+                u = philox_doubles(seed, seed2, k * m, b * num_samples + s).reshape(k, m)
+                targets = u * total[b : b + k, None]
+                out[b : b + k, s : s + m] = (cdf[b : b + k, None, :] <= targets[:, :, None]).sum(
+                    axis=2
+                )
+        return out
+    for b in range(batches):  # the draws run on across rows; chunks bound the memory
+        for s in range(0, num_samples, _SAMPLE_CHUNK):
+            k = min(_SAMPLE_CHUNK, num_samples - s)
+            u = philox_doubles(seed, seed2, k, b * num_samples + s)
+            out[b, s : s + k] = np.searchsorted(cdf[b], u * total[b], side="right")
+    return out
+
+
+_COUNTING_CLASSES = 16
+_SAMPLE_CHUNK = 1 << 20
+
+
+def _execute_multinomial(ctx: OperationContext) -> list[np.ndarray]:
+    seeds = ctx.value(2).astype(np.int64)  # int32 -> int64 sign extension, as Init(int64)
+    logits = ctx.value(0).astype(np.float32)
+    return [multinomial_samples(logits, ctx.scalar(1), int(seeds[0]), int(seeds[1]))]
+
+
+RANDOM_MULTINOMIAL = OperationDeclaration(
+    OperationType.RANDOM_MULTINOMIAL,
+    tuple(
+        Signature((t, _T.INT32, _T.TENSOR_INT32), (_T.TENSOR_INT32,), V.V1_2)
+        for t in (_T.TENSOR_FLOAT32, _T.TENSOR_FLOAT16)
+    ),
+    infer_shapes=_infer_multinomial,
+    execute=_execute_multinomial,
+    validate=_validate_multinomial,
+    summary=(
+        "Draws class indices from per-row categorical distributions given by logits "
+        "(Philox4x32-10 seeded by the seed tensor, as Android)."
+    ),
+    notes=("Seeds (0, 0) are used as given; Android substitutes OS randomness for them.",),
+)
+
+
+DECLARATIONS: tuple[OperationDeclaration, ...] = (LSH_PROJECTION, RANDOM_MULTINOMIAL)
