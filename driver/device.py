@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -57,7 +57,7 @@ from driver.hal.types import (
 )
 from driver.memory import pool_buffer
 from driver.operations import declaration
-from driver.operations.base import array_from_bytes, array_to_bytes
+from driver.operations.base import OperationDeclaration, array_from_bytes, array_to_bytes
 from driver.scheduler import Budget, PriorityScheduler
 from driver.sync import SyncFence
 from driver.validation import validate_model, validate_request
@@ -77,6 +77,8 @@ class DeviceConfig:
     extensions: tuple[Extension, ...] = ()
     emulate_relaxed_float16: bool = False
     supports_memory_domains: bool = True
+    # Replacement operation declarations (planted-bug drivers swap kernels with these).
+    operation_overrides: Mapping[int, OperationDeclaration] = field(default_factory=dict)
 
 
 def _status_of(e: HalError) -> ErrorStatus:
@@ -272,6 +274,7 @@ class ReferencePreparedModel:
             model,
             version=device.config.version,
             emulate_relaxed_float16=device.config.emulate_relaxed_float16,
+            overrides=device.config.operation_overrides,
         )
         main = model.main
         self._input_operands = [main.operands[i] for i in main.input_indexes]

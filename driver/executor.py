@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -230,9 +230,13 @@ class Executor:
         *,
         version: HalVersion = HalVersion.V1_3,
         emulate_relaxed_float16: bool = False,
+        overrides: Mapping[int, OperationDeclaration] | None = None,
     ):
         self.model = model
         self.version = version
+        # Replacement declarations by operation type (planted-bug drivers use this to
+        # swap a kernel; the reference itself never does).
+        self._overrides = dict(overrides or {})
         self.relaxed = model.relax_computation_float32_to_float16
         self.emulate_relaxed_float16 = emulate_relaxed_float16 and self.relaxed
         self._plans: dict[int | None, _Plan] = {None: self._plan(model.main, "main subgraph")}
@@ -291,7 +295,7 @@ class Executor:
         steps = []
         for step, op in enumerate(sg.operations):
             location = f"{name}, operation {step} ({operation_type_name(op.type)})"
-            decl = declaration(op.type)
+            decl = self._overrides.get(op.type) or declaration(op.type)
             if decl is None:
                 raise HalError(
                     ErrorStatus.GENERAL_FAILURE,

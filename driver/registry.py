@@ -40,6 +40,20 @@ DRIVERS: dict[str, Callable[[], Device]] = {
 }
 
 
+def _planted(bug: str) -> Callable[[], Device]:
+    def make() -> Device:
+        from driver.planted import make_planted
+
+        return make_planted(bug)
+
+    make.__doc__ = f"The reference with the planted {bug!r} bug (driver/planted.py)."
+    return make
+
+
+for _bug in ("rounding", "activation", "padding", "broadcast", "crash", "hang", "status"):
+    DRIVERS[f"planted-{_bug}"] = _planted(_bug)
+
+
 def register_driver(name: str, factory: Callable[[], Device]) -> None:
     """Make ``name`` usable as a ``--driver`` value."""
     DRIVERS[name] = factory

@@ -127,7 +127,9 @@ def _wrap_int32(x: np.ndarray) -> np.ndarray:
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
-    """``std::round`` on floats: halves away from zero."""
+    """``std::round`` on floats: halves away from zero. Computed in float64 so that adding
+    0.5 is exact for every float32 input (0.49999997 stays 0; odd values >= 2**23 stay)."""
+    x = np.asarray(x, dtype=np.float64)
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
@@ -164,11 +166,19 @@ def activation_range_float(activation: int) -> tuple[float, float]:
     return -math.inf, math.inf
 
 
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
 def apply_activation_float(x: np.ndarray, activation: int) -> np.ndarray:
-    """Clamp float results per the fused activation (NONE leaves them untouched)."""
-    if activation == FusedActivation.NONE:
-        return x
+    """Clamp float results per the fused activation. Like tflite's
+    ``ActivationFunctionWithMinMax`` with ``CalculateActivationRangeFloat``, float32
+    results are also clamped to ±FLT_MAX (so an overflow gives FLT_MAX, not inf) even
+    with NONE; NaN passes through."""
     lo, hi = activation_range_float(activation)
+    if x.dtype == np.float32:
+        lo, hi = max(lo, -_FLT_MAX), min(hi, _FLT_MAX)
+    elif activation == FusedActivation.NONE:
+        return x
     return np.clip(x, lo, hi).astype(x.dtype, copy=False)
 
 

@@ -157,9 +157,10 @@ def test_float32_matches_direct(case, op):
     x = ((q - ZP) * SCALE).astype(np.float32)
     ref = direct_bilinear if op == O.RESIZE_BILINEAR else direct_nearest
     got = resize(op, x, (oh, ow), nchw=False, align=align, half=half)
-    np.testing.assert_allclose(
-        got, ref(x.astype(np.float64), oh, ow, align, half), rtol=1e-5, atol=1e-5
-    )
+    # The kernel interpolates in float32 (as Android does): its error scales with the
+    # input magnitude, not with the (possibly cancelling) result.
+    atol = 8 * np.finfo(np.float32).eps * max(1.0, float(np.abs(x).max()))
+    np.testing.assert_allclose(got, ref(x.astype(np.float64), oh, ow, align, half), rtol=1e-5, atol=atol)
 
 
 @given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))
