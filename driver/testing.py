@@ -43,6 +43,9 @@ class ScalarArg:
 @dataclass
 class OmittedArg:
     type: int
+    scale: float = 0.0  # quantized types need valid parameters even when omitted
+    zero_point: int = 0
+    dims: tuple[int, ...] = ()  # HAL 1.0/1.1 tensors need a rank even when omitted
 
 
 @dataclass
@@ -82,8 +85,10 @@ def scalar(type: int, value, *, as_input: bool = False) -> ScalarArg:
     return ScalarArg(type, value, as_input)
 
 
-def omitted(type: int) -> OmittedArg:
-    return OmittedArg(type)
+def omitted(
+    type: int, dims: Sequence[int] = (), *, scale: float = 0.0, zero_point: int = 0
+) -> OmittedArg:
+    return OmittedArg(type, scale, zero_point, tuple(dims))
 
 
 def output(type: int, dims: Sequence[int] = (), *, scale=0.0, zero_point=0) -> OutputSpec:
@@ -113,7 +118,7 @@ def single_op_model(
             else:
                 idx.append(b.add_scalar(a.type, a.value))
         elif isinstance(a, OmittedArg):
-            idx.append(b.add_omitted(a.type))
+            idx.append(b.add_omitted(a.type, a.dims, scale=a.scale, zero_point=a.zero_point))
         else:
             raise TypeError(f"not an operation argument: {a!r}")
     outs = [b.add_output(o.type, o.dims, scale=o.scale, zero_point=o.zero_point) for o in outputs]

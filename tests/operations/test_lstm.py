@@ -1,0 +1,800 @@
+"""Kernel tests for the LSTM family: O.LSTM, O.UNIDIRECTIONAL_SEQUENCE_LSTM,
+O.BIDIRECTIONAL_SEQUENCE_LSTM, O.QUANTIZED_16BIT_LSTM and O.QUANTIZED_LSTM.
+
+Float expectations come from the float64 transcription of the LSTM equations in
+examples_lstm.py; quantized ones from the real-valued cell the quantized operands encode
+(within a few fixed-point LSBs), plus exact checks of the gemmlowp fixed-point primitives
+against a scalar, integer-only port written here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from driver.builder import ModelBuilder
+from driver.executor import Executor
+from driver.hal.types import HalError, HalVersion
+from driver.hal.types import OperandType as T
+from driver.hal.types import OperationType as O
+from driver.operations.lstm import FX16, FX32, checked_log2, inv_sqrt_quantized_multiplier_exp
+from driver.testing import OmittedArg, omitted, output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
+from tests.operations.examples_lstm import (
+    FP16_TOL,
+    GATES,
+    bi_lstm_inputs,
+    grid_values,
+    lstm_inputs,
+    lstm_outputs,
+    make_cell,
+    make_qlstm_case,
+    q16_case,
+    q16_inputs,
+    q16_outputs,
+    q16_reference,
+    qlstm_outputs,
+    quantize,
+    reference_lstm_sequence,
+    reference_lstm_step,
+    uni_lstm_inputs,
+)
+
+F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
+FEATURES = list(itertools.product([False, True], repeat=4))  # cifg, peephole, projection, LN
+
+
+def _ids(f):
+    names = ("cifg", "peephole", "projection", "layer_norm")
+    return "+".join(n for n, on in zip(names, f) if on) or "plain"
+
+
+def _cell(
+    seed=0,
+    n_input=3,
+    n_cell=4,
+    *,
+    cifg=False,
+    peephole=False,
+    projection=False,
+    layer_norm=False,
+    projection_bias=None,
+    n_aux=None,
+):
+    rng = np.random.default_rng(seed)
+    return make_cell(
+        rng,
+        n_input,
+        n_cell,
+        3 if projection else n_cell,
+        cifg=cifg,
+        peephole=peephole,
+        projection=projection,
+        projection_bias=projection if projection_bias is None else projection_bias,
+        layer_norm=layer_norm,
+        n_aux=n_aux,
+    )
+
+
+def _state(seed, n_batch, w):
+    rng = np.random.default_rng(seed + 100)
+    return (
+        grid_values(rng, (n_batch, w.n_input)),
+        grid_values(rng, (n_batch, w.n_output)),
+        grid_values(rng, (n_batch, w.n_cell)),
+    )
+
+
+def _rejects(op, inputs, outputs, match, *, version=HalVersion.V1_3):
+    model, _ = single_op_model(op, inputs, outputs)
+    with pytest.raises(HalError, match=match) as e:
+        validate_model(model, version)
+    assert e.value.status.name == "INVALID_ARGUMENT"
+
+
+# ---------------------------------------------------------------------------------------
+# LSTM
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("features", FEATURES, ids=_ids)
+def test_lstm_matches_float64_reference(features):
+    cifg, peephole, projection, layer_norm = features
+    w = _cell(1, cifg=cifg, peephole=peephole, projection=projection, layer_norm=layer_norm)
+    x, h, c = _state(1, 2, w)
+    scratch, h_out, c_out, y = run_op(O.LSTM, lstm_inputs(w, x, h, c), lstm_outputs(w, 2))
+    ref_y, ref_c = reference_lstm_step(w, x, h, c)
+    np.testing.assert_allclose(y, ref_y, atol=1e-5)
+    np.testing.assert_allclose(h_out, ref_y, atol=1e-5)
+    np.testing.assert_allclose(c_out, ref_c, atol=1e-5)
+    # Scratch: gate-major blocks, 3 with CIFG (no input gate), else 4.
+    assert scratch.shape == (2, (3 if cifg else 4) * w.n_cell)
+    blocks = scratch.reshape(-1).reshape(3 if cifg else 4, 2, w.n_cell)
+    np.testing.assert_allclose(blocks[-3 if cifg else 1], np.tanh(ref_c), atol=1e-5)
+
+
+def test_lstm_projection_without_bias():
+    w = _cell(2, projection=True, projection_bias=False)
+    x, h, c = _state(2, 2, w)
+    _, _, c_out, y = run_op(O.LSTM, lstm_inputs(w, x, h, c), lstm_outputs(w, 2))
+    ref_y, ref_c = reference_lstm_step(w, x, h, c)
+    np.testing.assert_allclose(y, ref_y, atol=1e-5)
+    np.testing.assert_allclose(c_out, ref_c, atol=1e-5)
+
+
+def test_lstm_27_inputs_without_layer_norm_equal_23_inputs():
+    w = _cell(3, peephole=True)
+    x, h, c = _state(3, 1, w)
+    short = run_op(O.LSTM, lstm_inputs(w, x, h, c), lstm_outputs(w, 1))
+    long = run_op(O.LSTM, lstm_inputs(w, x, h, c, layer_norm_inputs=True), lstm_outputs(w, 1))
+    for a, b in zip(short, long):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("activation", [0, 1, 3, 4, 6])
+def test_lstm_activation_functions(activation):
+    w = _cell(4, peephole=True)
+    x, h, c = _state(4, 2, w)
+    out = run_op(O.LSTM, lstm_inputs(w, x, h, c, activation=activation), lstm_outputs(w, 2))
+    ref_y, ref_c = reference_lstm_step(w, x, h, c, activation=activation)
+    np.testing.assert_allclose(out[3], ref_y, atol=1e-5)
+    np.testing.assert_allclose(out[2], ref_c, atol=1e-5)
+
+
+def test_lstm_cell_and_projection_clipping():
+    w = _cell(5, projection=True)
+    for d in (w.input_weights, w.recurrent_weights):  # large pre-activations
+        for g in GATES:
+            d[g] = d[g] * 8
+    w.projection = w.projection * 8
+    x, h, c = _state(5, 2, w)
+    _, _, c_free, y_free = run_op(O.LSTM, lstm_inputs(w, x, h, c), lstm_outputs(w, 2))
+    assert np.abs(c_free).max() > 0.5 and np.abs(y_free).max() > 0.3  # clipping will bite
+    ins = lstm_inputs(w, x, h, c, cell_clip=0.5, proj_clip=0.3)
+    _, _, c_out, y = run_op(O.LSTM, ins, lstm_outputs(w, 2))
+    ref_y, ref_c = reference_lstm_step(w, x, h, c, cell_clip=0.5, proj_clip=0.3)
+    assert np.abs(c_out).max() <= 0.5 and np.abs(y).max() <= 0.3
+    np.testing.assert_allclose(c_out, ref_c, atol=1e-5)
+    np.testing.assert_allclose(y, ref_y, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "features", [FEATURES[0], FEATURES[-1], (True, True, False, False)], ids=_ids
+)
+def test_lstm_float16_within_relaxed_tolerance_of_float32(features):
+    cifg, peephole, projection, layer_norm = features
+    w = _cell(6, cifg=cifg, peephole=peephole, projection=projection, layer_norm=layer_norm)
+    x, h, c = _state(6, 2, w)
+    f32 = run_op(O.LSTM, lstm_inputs(w, x, h, c), lstm_outputs(w, 2))
+    f16 = run_op(O.LSTM, lstm_inputs(w, x, h, c, tt=F16), lstm_outputs(w, 2, F16))
+    for a, b in zip(f32, f16):
+        assert b.dtype == np.float16
+        np.testing.assert_allclose(b.astype(np.float32), a, atol=FP16_TOL, rtol=FP16_TOL)
+
+
+def test_lstm_relaxed_model_computes_in_float32():
+    w = _cell(7)
+    x, h, c = _state(7, 1, w)
+    model, feeds = single_op_model(
+        O.LSTM, lstm_inputs(w, x, h, c), lstm_outputs(w, 1), relaxed=True
+    )
+    validate_model(model)
+    out = Executor(model).run(feeds)
+    np.testing.assert_allclose(out[3], reference_lstm_step(w, x, h, c)[0], atol=1e-5)
+
+
+def test_lstm_state_round_trip_reproduces_the_sequence():
+    """Feeding each step's state outputs back as inputs is the sequence operation."""
+    w = _cell(8, peephole=True, projection=True)
+    rng = np.random.default_rng(8)
+    xs = grid_values(rng, (4, 2, w.n_input))
+    h0, c0 = grid_values(rng, (2, w.n_output)), grid_values(rng, (2, w.n_cell))
+    h, c, ys = h0, c0, []
+    for t in range(4):
+        _, h, c, y = run_op(O.LSTM, lstm_inputs(w, xs[t], h, c), lstm_outputs(w, 2))
+        ys.append(y)
+    seq, h_seq, c_seq = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM,
+        uni_lstm_inputs(w, xs, h0, c0),
+        [output(F32, (4, 2, w.n_output)), output(F32, (2, w.n_output)), output(F32, (2, w.n_cell))],
+    )
+    np.testing.assert_allclose(seq, np.stack(ys), atol=1e-6)
+    np.testing.assert_allclose(h_seq, h, atol=1e-6)
+    np.testing.assert_allclose(c_seq, c, atol=1e-6)
+
+
+def test_lstm_optional_weights_omitted_by_the_request():
+    """CIFG weights given as model inputs but left out by the request (hasNoValue), as
+    Android's CTS models do: the static pass cannot know, the run decides."""
+    w = _cell(9, cifg=True, peephole=True)
+    x, h, c = _state(9, 1, w)
+    b = ModelBuilder()
+    idx, feeds = [], []
+    for k, arg in enumerate(lstm_inputs(w, x, h, c)):
+        if k in (1, 5, 9, 12):  # input-gate tensors: declared inputs, fed no value
+            dims = {1: (w.n_cell, w.n_input), 5: (w.n_cell, w.n_output)}.get(k, (w.n_cell,))
+            idx.append(b.add_input(F32, dims))
+            feeds.append(None)
+        elif isinstance(arg, OmittedArg):
+            idx.append(b.add_omitted(arg.type))
+        elif hasattr(arg, "values"):
+            idx.append(b.add_input(arg.type, arg.values.shape))
+            feeds.append(arg.values)
+        else:
+            idx.append(b.add_scalar(arg.type, arg.value))
+    outs = [b.add_output(o.type, o.dims) for o in lstm_outputs(w, 1)]
+    b.add_operation(O.LSTM, idx, outs)
+    model = b.build()
+    validate_model(model)
+    scratch, _, c_out, y = Executor(model).run(feeds)
+    ref_y, ref_c = reference_lstm_step(w, x, h, c)
+    assert scratch.shape == (1, 3 * w.n_cell)
+    np.testing.assert_allclose(y, ref_y, atol=1e-5)
+    np.testing.assert_allclose(c_out, ref_c, atol=1e-5)
+
+
+def _mutated(w, x, h, c, k, new):
+    ins = lstm_inputs(w, x, h, c)
+    ins[k] = new
+    return ins
+
+
+def test_lstm_validation_rejections():
+    w = _cell(10)
+    x, h, c = _state(10, 1, w)
+    outs = lstm_outputs(w, 1)
+    n, i = w.n_cell, w.n_input
+    cases = [
+        (1, omitted(F32), "CIFG"),  # input-to-input omitted, recurrent-to-input given
+        (9, tensor(F32, np.zeros(n), const=True), "peephole"),  # only cell-to-input
+        (17, tensor(F32, np.zeros(n), const=True), "projection bias"),
+        (20, scalar(T.INT32, 2), "activation"),  # relu1 is not an LSTM activation
+        (20, scalar(T.INT32, 5), "activation"),
+        (21, scalar(T.FLOAT32, -1.0), "cell clip"),
+        (22, scalar(T.FLOAT32, float("nan")), "projection clip"),
+        (2, tensor(F32, np.zeros((n, i + 1)), const=True), "input-to-forget"),
+        (13, tensor(F32, np.zeros(n + 1), const=True), "forget gate bias"),
+        (18, tensor(F32, np.zeros((2, n))), "output state"),
+        (19, tensor(F32, np.zeros((1, n + 1))), "cell state"),
+    ]
+    for k, new, match in cases:
+        _rejects(O.LSTM, _mutated(w, x, h, c, k, new), outs, match)
+
+    wc = _cell(10, cifg=True)
+    ins = lstm_inputs(wc, x, h, c)
+    ins[12] = tensor(F32, np.zeros(n), const=True)
+    _rejects(O.LSTM, ins, lstm_outputs(wc, 1), "input gate bias.*CIFG")
+
+    # Layer norm weights: all or none; no input-gate one with CIFG.
+    wl = _cell(10, layer_norm=True)
+    ins = lstm_inputs(wl, x, h, c)
+    ins[24] = omitted(F32)
+    _rejects(O.LSTM, ins, lstm_outputs(wl, 1), "layer norm")
+    wcl = _cell(10, cifg=True, layer_norm=True)
+    ins = lstm_inputs(wcl, x, h, c)
+    ins[23] = tensor(F32, np.ones(n), const=True)
+    _rejects(O.LSTM, ins, lstm_outputs(wcl, 1), "input layer norm.*CIFG")
+
+    # Without projection the output size must be the number of units.
+    rng = np.random.default_rng(10)
+    wo = make_cell(rng, i, n, n + 1)
+    xo, ho, co = _state(11, 1, wo)
+    _rejects(O.LSTM, lstm_inputs(wo, xo, ho, co), lstm_outputs(wo, 1), "without projection")
+    # A wrong declared scratch size (the CIFG-dependent shape) is caught statically.
+    bad = lstm_outputs(w, 1)
+    bad[0] = output(F32, (1, 3 * n))
+    _rejects(O.LSTM, lstm_inputs(w, x, h, c), bad, "declared")
+
+
+def test_lstm_hal_versions():
+    w = _cell(12, layer_norm=True)
+    x, h, c = _state(12, 1, w)
+    wp = _cell(12)
+    for ins, outs, need in (
+        (lstm_inputs(wp, x, h, c), lstm_outputs(wp, 1), HalVersion.V1_0),
+        (lstm_inputs(wp, x, h, c, tt=F16), lstm_outputs(wp, 1, F16), HalVersion.V1_2),
+        (lstm_inputs(w, x, h, c), lstm_outputs(w, 1), HalVersion.V1_2),
+    ):
+        model, _ = single_op_model(O.LSTM, ins, outs)
+        assert validate_model(model, need) == need
+        if need > HalVersion.V1_0:
+            with pytest.raises(HalError):
+                validate_model(model, HalVersion(need - 1))
+
+
+# ---------------------------------------------------------------------------------------
+# UNIDIRECTIONAL_SEQUENCE_LSTM
+# ---------------------------------------------------------------------------------------
+
+
+def _uni_outputs(w, n_time, n_batch, *, time_major=True, states=False, tt=F32):
+    lead = (n_time, n_batch) if time_major else (n_batch, n_time)
+    outs = [output(tt, (*lead, w.n_output))]
+    if states:
+        outs += [output(tt, (n_batch, w.n_output)), output(tt, (n_batch, w.n_cell))]
+    return outs
+
+
+@pytest.mark.parametrize("features", FEATURES[::3], ids=_ids)
+@pytest.mark.parametrize("time_major", [True, False], ids=["time_major", "batch_major"])
+def test_unidirectional_lstm_matches_reference(features, time_major):
+    cifg, peephole, projection, layer_norm = features
+    w = _cell(20, cifg=cifg, peephole=peephole, projection=projection, layer_norm=layer_norm)
+    rng = np.random.default_rng(20)
+    xs = grid_values(rng, (5, 2, w.n_input))
+    h0, c0 = grid_values(rng, (2, w.n_output)), grid_values(rng, (2, w.n_cell))
+    ref, ref_h, ref_c = reference_lstm_sequence(w, xs, h0, c0, cell_clip=0.8)
+    given = xs if time_major else xs.transpose(1, 0, 2)
+    out, h, c = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM,
+        uni_lstm_inputs(w, given, h0, c0, time_major=time_major, cell_clip=0.8),
+        _uni_outputs(w, 5, 2, time_major=time_major, states=True),
+    )
+    np.testing.assert_allclose(out, ref if time_major else ref.transpose(1, 0, 2), atol=1e-5)
+    np.testing.assert_allclose(h, ref_h, atol=1e-5)
+    np.testing.assert_allclose(c, ref_c, atol=1e-5)
+
+
+def test_unidirectional_lstm_split_sequence_via_state_outputs():
+    w = _cell(21, peephole=True, layer_norm=True)
+    rng = np.random.default_rng(21)
+    xs = grid_values(rng, (5, 1, w.n_input))
+    h0, c0 = grid_values(rng, (1, w.n_output)), grid_values(rng, (1, w.n_cell))
+    whole = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM, uni_lstm_inputs(w, xs, h0, c0), _uni_outputs(w, 5, 1)
+    )[0]
+    first, h, c = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM,
+        uni_lstm_inputs(w, xs[:3], h0, c0),
+        _uni_outputs(w, 3, 1, states=True),
+    )
+    second = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM, uni_lstm_inputs(w, xs[3:], h, c), _uni_outputs(w, 2, 1)
+    )[0]
+    np.testing.assert_array_equal(np.concatenate([first, second]), whole)
+
+
+def test_unidirectional_lstm_float16_and_versions():
+    w = _cell(22, cifg=True, projection=True)
+    rng = np.random.default_rng(22)
+    xs = grid_values(rng, (3, 2, w.n_input))
+    h0, c0 = grid_values(rng, (2, w.n_output)), grid_values(rng, (2, w.n_cell))
+    a = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM, uni_lstm_inputs(w, xs, h0, c0), _uni_outputs(w, 3, 2)
+    )
+    b = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM,
+        uni_lstm_inputs(w, xs, h0, c0, tt=F16),
+        _uni_outputs(w, 3, 2, tt=F16),
+    )
+    np.testing.assert_allclose(b[0].astype(np.float32), a[0], atol=FP16_TOL, rtol=FP16_TOL)
+    one, _ = single_op_model(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM, uni_lstm_inputs(w, xs, h0, c0), _uni_outputs(w, 3, 2)
+    )
+    three, _ = single_op_model(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM,
+        uni_lstm_inputs(w, xs, h0, c0),
+        _uni_outputs(w, 3, 2, states=True),
+    )
+    assert validate_model(one, HalVersion.V1_2) == HalVersion.V1_2
+    with pytest.raises(HalError):
+        validate_model(three, HalVersion.V1_2)  # state outputs are 1.3
+    _rejects(
+        O.UNIDIRECTIONAL_SEQUENCE_LSTM,
+        uni_lstm_inputs(w, xs[0], h0, c0),  # rank-2 input
+        [output(F32, ())],
+        "rank 3",
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# BIDIRECTIONAL_SEQUENCE_LSTM
+# ---------------------------------------------------------------------------------------
+
+
+def _bi_case(seed, *, n_time=4, n_batch=2, n_aux=None, **features):
+    fw = _cell(seed, n_aux=n_aux, **features)
+    bw = _cell(seed + 1, n_aux=n_aux, **features)
+    rng = np.random.default_rng(seed)
+    xs = grid_values(rng, (n_time, n_batch, fw.n_input))
+    states = (
+        grid_values(rng, (n_batch, fw.n_output)),
+        grid_values(rng, (n_batch, fw.n_cell)),
+        grid_values(rng, (n_batch, bw.n_output)),
+        grid_values(rng, (n_batch, bw.n_cell)),
+    )
+    return fw, bw, xs, states
+
+
+def _bi_outputs(fw, bw, n_time, n_batch, *, merge, states=False, time_major=True, tt=F32):
+    lead = (n_time, n_batch) if time_major else (n_batch, n_time)
+    if merge:
+        outs = [output(tt, (*lead, fw.n_output + bw.n_output))]
+    else:
+        outs = [output(tt, (*lead, fw.n_output)), output(tt, (*lead, bw.n_output))]
+    if states:
+        outs += [
+            output(tt, (n_batch, fw.n_output)),
+            output(tt, (n_batch, fw.n_cell)),
+            output(tt, (n_batch, bw.n_output)),
+            output(tt, (n_batch, bw.n_cell)),
+        ]
+    return outs
+
+
+@pytest.mark.parametrize("features", [FEATURES[0], FEATURES[5], FEATURES[-1]], ids=_ids)
+@pytest.mark.parametrize("time_major", [True, False], ids=["time_major", "batch_major"])
+def test_bidirectional_lstm_merged_and_unmerged(features, time_major):
+    cifg, peephole, projection, layer_norm = features
+    fw, bw, xs, st = _bi_case(
+        30, cifg=cifg, peephole=peephole, projection=projection, layer_norm=layer_norm
+    )
+    fw_ref, fw_h, fw_c = reference_lstm_sequence(fw, xs, st[0], st[1])
+    bw_ref, bw_h, bw_c = reference_lstm_sequence(bw, xs, st[2], st[3], reverse=True)
+    given = xs if time_major else xs.transpose(1, 0, 2)
+    layout = (lambda a: a) if time_major else (lambda a: a.transpose(1, 0, 2))
+    outs = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        bi_lstm_inputs(fw, bw, given, st, time_major=time_major),
+        _bi_outputs(fw, bw, 4, 2, merge=False, states=True, time_major=time_major),
+    )
+    for got, want in zip(outs, [layout(fw_ref), layout(bw_ref), fw_h, fw_c, bw_h, bw_c]):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    merged = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        bi_lstm_inputs(fw, bw, given, st, merge=True, time_major=time_major),
+        _bi_outputs(fw, bw, 4, 2, merge=True, time_major=time_major),
+    )[0]
+    np.testing.assert_array_equal(merged, np.concatenate(outs[:2], axis=2))
+
+
+def test_bidirectional_lstm_cross_linked_aux_input():
+    fw, bw, xs, st = _bi_case(31, n_aux=3, peephole=True)
+    aux = grid_values(np.random.default_rng(31), xs.shape)
+    fw_ref, _, _ = reference_lstm_sequence(fw, xs, st[0], st[1], aux=aux)
+    bw_ref, _, _ = reference_lstm_sequence(bw, xs, st[2], st[3], aux=aux, reverse=True)
+    fw_out, bw_out = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        bi_lstm_inputs(fw, bw, xs, st, aux=aux),
+        _bi_outputs(fw, bw, 4, 2, merge=False),
+    )
+    np.testing.assert_allclose(fw_out, fw_ref, atol=1e-5)
+    np.testing.assert_allclose(bw_out, bw_ref, atol=1e-5)
+
+
+def test_bidirectional_lstm_parallel_linked_aux_input_is_hal_1_3():
+    fw, bw, xs, st = _bi_case(32)
+    aux = grid_values(np.random.default_rng(32), xs.shape)
+    ins = bi_lstm_inputs(fw, bw, xs, st, aux=aux)
+    outs = _bi_outputs(fw, bw, 4, 2, merge=False)
+    fw_out, bw_out = run_op(O.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)
+    # Forward reads the input; backward reads the auxiliary input, reversed.
+    np.testing.assert_allclose(fw_out, reference_lstm_sequence(fw, xs, st[0], st[1])[0], atol=1e-5)
+    bw_ref = reference_lstm_sequence(bw, aux, st[2], st[3], reverse=True)[0]
+    np.testing.assert_allclose(bw_out, bw_ref, atol=1e-5)
+    model, _ = single_op_model(O.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)
+    assert validate_model(model) == HalVersion.V1_3
+    with pytest.raises(HalError, match=r"1\.3"):
+        validate_model(model, HalVersion.V1_2)
+
+
+def test_bidirectional_lstm_rejections():
+    fw, bw, xs, st = _bi_case(33)
+    # Output count must agree with merge_outputs.
+    _rejects(
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        bi_lstm_inputs(fw, bw, xs, st, merge=True),
+        _bi_outputs(fw, bw, 4, 2, merge=False),
+        "merge_outputs",
+    )
+    # Both directions must use the same options (Android keeps one LSTMParams).
+    fwp, _, _, _ = _bi_case(33, peephole=True)
+    _rejects(
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        bi_lstm_inputs(fwp, bw, xs, st),
+        _bi_outputs(fwp, bw, 4, 2, merge=False),
+        "same options",
+    )
+    # Auxiliary weights without an auxiliary input.
+    fwa, bwa, _, _ = _bi_case(33, n_aux=3)
+    _rejects(
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        bi_lstm_inputs(fwa, bwa, xs, st),
+        _bi_outputs(fwa, bwa, 4, 2, merge=False),
+        "auxiliary input",
+    )
+
+
+def test_bidirectional_lstm_float16():
+    fw, bw, xs, st = _bi_case(34, cifg=True, layer_norm=True)
+    a = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        bi_lstm_inputs(fw, bw, xs, st, merge=True),
+        _bi_outputs(fw, bw, 4, 2, merge=True),
+    )[0]
+    b = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        bi_lstm_inputs(fw, bw, xs, st, merge=True, tt=F16),
+        _bi_outputs(fw, bw, 4, 2, merge=True, tt=F16),
+    )[0]
+    np.testing.assert_allclose(b.astype(np.float32), a, atol=FP16_TOL, rtol=FP16_TOL)
+
+
+# ---------------------------------------------------------------------------------------
+# gemmlowp fixed point: a scalar integer-only port to check the vectorized one against
+# ---------------------------------------------------------------------------------------
+
+
+def _s_wrap(x, bits):
+    m = 1 << bits
+    x %= m
+    return x - m if x >= m // 2 else x
+
+
+def _s_srdhm(a, b, bits):
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if a == b == lo:
+        return hi
+    ab = a * b
+    nudge = (1 << (bits - 2)) if ab >= 0 else 1 - (1 << (bits - 2))
+    return _tdiv(ab + nudge, 1 << (bits - 1))
+
+
+def _tdiv(a, b):
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _s_rdbp(x, e):
+    mask = (1 << e) - 1
+    rem = x & mask
+    thr = (mask >> 1) + (1 if x < 0 else 0)
+    return (x >> e) + (1 if rem > thr else 0)
+
+
+def _s_pot(x, e, bits):
+    if e <= 0:
+        return _s_rdbp(x, -e) if e else x
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    thr = (1 << (bits - 1 - e)) - 1
+    return hi if x > thr else lo if x < -thr else _s_wrap(x << e, bits)
+
+
+def _s_const(v, bits):
+    return _s_rdbp(v, 32 - bits)
+
+
+def _s_exp_neg(a, ib, bits):
+    frac = bits - 1 - ib
+    quarter = 1 << (frac - 2)
+    amq = _s_wrap((a & (quarter - 1)) - quarter, bits)
+    x0 = _s_pot(amq, ib, bits)
+    # exp on [-1/4, 0)
+    ct, c13 = _s_const(1895147668, bits), _s_const(715827883, bits)
+    x = _s_wrap(x0 + (1 << (bits - 4)), bits)
+    x2 = _s_srdhm(x, x, bits)
+    x3 = _s_srdhm(x2, x, bits)
+    x4 = _s_srdhm(x2, x2, bits)
+    poly = _s_rdbp(_s_wrap(_s_srdhm(_s_wrap(_s_rdbp(x4, 2) + x3, bits), c13, bits) + x2, bits), 1)
+    t = _s_srdhm(ct, _s_wrap(x + poly, bits), bits)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    result = max(lo, min(hi, ct + t)) if bits == 16 else _s_wrap(ct + t, bits)
+    rem = _s_wrap(amq - a, bits)
+    mults = [
+        (-2, 1672461947),
+        (-1, 1302514674),
+        (0, 790015084),
+        (1, 290630308),
+        (2, 39332535),
+        (3, 720401),
+        (4, 242),
+    ]
+    for e, m in mults:
+        if ib > e and rem & (1 << (frac + e)):
+            result = _s_srdhm(result, _s_const(m, bits), bits)
+    if ib > 5 and a < _s_const(-(1 << (36 - ib)), bits):
+        result = 0
+    return hi if a == 0 else result
+
+
+def _s_newton(a, bits):
+    hi = (1 << (bits - 1)) - 1
+    s = a + hi
+    hd = _tdiv(s + (1 if s >= 0 else -1), 2)
+    x = _s_wrap(_s_const(1515870810, bits) + _s_srdhm(hd, _s_const(-1010580540, bits), bits), bits)
+    one2 = 1 << (bits - 3)
+    for _ in range(3):
+        om = _s_wrap(one2 - _s_srdhm(hd, x, bits), bits)
+        x = _s_wrap(x + _s_pot(_s_srdhm(x, om, bits), 2, bits), bits)
+    return x
+
+
+def scalar_logistic(a, ib, bits=16):
+    hi = (1 << (bits - 1)) - 1
+    if a == 0:
+        return _s_const(1 << 30, bits)
+    absa = a if a > 0 else _s_wrap(-a, bits)
+    pos = _s_pot(_s_newton(_s_exp_neg(_s_wrap(-absa, bits), ib, bits), bits), 1, bits)
+    return pos if a > 0 else _s_wrap(hi - pos, bits)
+
+
+def scalar_tanh(a, ib, bits=16):
+    if a == 0:
+        return 0
+    n = a if a < 0 else _s_wrap(-a, bits)
+    x = _s_newton(_s_exp_neg(n, ib + 1, bits), bits)
+    t = _s_pot(_s_wrap(x - (1 << (bits - 3)), bits), 2, bits)
+    return _s_wrap(-t, bits) if a < 0 else t
+
+
+@pytest.mark.parametrize("integer_bits", [3, 4, 6])
+def test_int16_logistic_and_tanh_match_scalar_port_and_float(integer_bits):
+    raw = np.arange(-32768, 32768, dtype=np.int64)
+    real = raw / 2.0 ** (15 - integer_bits)
+    lg = FX16.logistic(raw, integer_bits)
+    th = FX16.tanh(raw, integer_bits)
+    # Close to the real functions (Q0.15 results)...
+    assert np.abs(lg / 32768 - 1 / (1 + np.exp(-real))).max() < 2e-4
+    assert np.abs(th / 32768 - np.tanh(real)).max() < 4e-4
+    # ...and bit-identical to the straightforward scalar port on a spread of inputs.
+    sample = np.concatenate([raw[:40], raw[-40:], raw[::97], [-1, 0, 1]])
+    for a in sample.tolist():
+        assert FX16.logistic(np.int64(a), integer_bits) == scalar_logistic(a, integer_bits), a
+        assert FX16.tanh(np.int64(a), integer_bits) == scalar_tanh(a, integer_bits), a
+
+
+def test_fixed_point_special_values():
+    assert FX16.logistic(np.int64(0), 3) == 16384  # exactly 0.5
+    assert FX16.tanh(np.int64(0), 3) == 0
+    assert FX16.logistic(np.int64(32767), 3) == 32767 - FX16.logistic(np.int64(-32767), 3)
+    assert FX32.logistic(np.int64(0), 4) == 1 << 30
+    # int32 variant: close to the real function.
+    raw = np.linspace(-(2**31), 2**31 - 1, 4001).astype(np.int64)
+    got = FX32.logistic(raw, 4) / 2.0**31
+    assert np.abs(got - 1 / (1 + np.exp(-raw / 2.0**27))).max() < 1e-6
+    # Saturating multiply-by-power-of-two and rounding halves away from zero.
+    assert FX16.multiply_by_pot(np.int64(20000), 1) == 32767
+    assert FX16.multiply_by_pot(np.int64(-20000), 1) == -32768
+    assert FX16.multiply_by_pot(np.int64(-3), -1) == -2  # -1.5 -> -2
+
+
+def test_inverse_sqrt_multiplier():
+    xs = np.array([2, 3, 17, 1000, 65535, 2**20 + 7, 2**29 + 5, 2**31 - 1], dtype=np.int64)
+    mult, shift = inv_sqrt_quantized_multiplier_exp(xs, -1)
+    # 1/sqrt(x) = mult * 2^(shift - 31)  (the shift is reversed to a left shift)
+    approx = mult / 2.0**31 * 2.0**shift
+    np.testing.assert_allclose(approx, 1 / np.sqrt(xs), rtol=3e-6)  # 5 Newton steps
+    m1, s1 = inv_sqrt_quantized_multiplier_exp(np.array([0, 1]), -1)
+    assert m1.tolist() == [2**31 - 1] * 2 and s1.tolist() == [0, 0]
+
+
+def test_checked_log2():
+    assert checked_log2(2.0**-11) == (True, -11)
+    assert checked_log2(1 / 2048 * 1.0001)[0]
+    assert not checked_log2(1 / 2000)[0]
+    assert not checked_log2(0.0)[0]
+
+
+# ---------------------------------------------------------------------------------------
+# QUANTIZED_16BIT_LSTM
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "seed,n_batch,n_input,n_output", [(0, 1, 2, 4), (1, 3, 5, 2), (2, 2, 8, 8)]
+)
+def test_quantized_16bit_lstm_tracks_the_real_valued_cell(seed, n_batch, n_input, n_output):
+    q = q16_case(seed, n_batch, n_input, n_output)
+    cell, out = run_op(O.QUANTIZED_16BIT_LSTM, q16_inputs(q), q16_outputs(n_batch, n_output))
+    ref_cell, ref_out = q16_reference(q)
+    assert cell.dtype == np.int16 and out.dtype == np.uint8
+    assert np.abs(cell.astype(int) - ref_cell).max() <= 2
+    assert np.abs(out.astype(int) - ref_out).max() <= 1
+
+
+def test_quantized_16bit_lstm_saturates_the_cell_state():
+    q = q16_case(5, 2, 3, 3)
+    q["prev_cell"][:] = 32000  # ~15.6: forget * state alone nearly saturates 4 integer bits
+    for g in GATES:
+        q[f"b_{g}"][:] = 2**20  # every gate pushed to ~1
+    cell, out = run_op(O.QUANTIZED_16BIT_LSTM, q16_inputs(q), q16_outputs(2, 3))
+    assert (cell.astype(int) >= 32000).all() and (cell <= 32767).all()
+    assert (out == 128 + 127).all()  # tanh(8) ~ 1 -> 127 after the clamp
+
+
+def test_quantized_16bit_lstm_state_round_trip():
+    q = q16_case(6, 2, 3, 3)
+    steps = []
+    for _ in range(3):
+        cell, out = run_op(O.QUANTIZED_16BIT_LSTM, q16_inputs(q), q16_outputs(2, 3))
+        ref_cell, ref_out = q16_reference(q)
+        assert np.abs(cell.astype(int) - ref_cell).max() <= 2
+        steps.append(out)
+        q = {**q, "prev_cell": cell.astype(np.int64), "prev_output": out.astype(np.int64)}
+    assert not np.array_equal(steps[0], steps[2])  # the state carries forward
+
+
+def test_quantized_16bit_lstm_quantization_rules():
+    q = q16_case(7, 1, 2, 2)
+    outs = q16_outputs(1, 2)
+    bad_input = q16_inputs(q)
+    bad_input[0] = tensor(T.TENSOR_QUANT8_ASYMM, q["input"], scale=1 / 100, zero_point=128)
+    _rejects(O.QUANTIZED_16BIT_LSTM, bad_input, outs, "1/128")
+    bad_weights = q16_inputs(q)
+    bad_weights[6] = tensor(T.TENSOR_QUANT8_ASYMM, q["r_forget"], scale=1 / 256, zero_point=127)
+    _rejects(O.QUANTIZED_16BIT_LSTM, bad_weights, outs, "zero point")
+    bad_bias = q16_inputs(q)
+    bad_bias[10] = tensor(T.TENSOR_INT32, q["b_forget"], scale=1 / 256 / 100)
+    _rejects(O.QUANTIZED_16BIT_LSTM, bad_bias, outs, "weightsScale/128")
+    bad_cell = q16_inputs(q)
+    bad_cell[13] = tensor(T.TENSOR_QUANT16_SYMM, q["prev_cell"], scale=1 / 1024)
+    _rejects(O.QUANTIZED_16BIT_LSTM, bad_cell, outs, "2\\^-11")
+    model, _ = single_op_model(O.QUANTIZED_16BIT_LSTM, q16_inputs(q), outs)
+    assert validate_model(model) == HalVersion.V1_2
+    with pytest.raises(HalError):
+        validate_model(model, HalVersion.V1_1)
+
+
+# ---------------------------------------------------------------------------------------
+# QUANTIZED_LSTM
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("features", FEATURES, ids=_ids)
+def test_quantized_lstm_tracks_the_real_valued_cell(features):
+    cifg, peephole, projection, layer_norm = features
+    for seed in (0, 1):
+        case = make_qlstm_case(
+            seed,
+            2,
+            3,
+            4,
+            3 if projection else None,
+            cifg=cifg,
+            peephole=peephole,
+            projection=projection,
+            layer_norm=layer_norm,
+        )
+        out, cell, out_state = run_op(O.QUANTIZED_LSTM, case.args, qlstm_outputs(case))
+        y, c = reference_lstm_step(case.float_cell, case.x, case.h, case.c)
+        np.testing.assert_array_equal(out, out_state)
+        assert (
+            np.abs(out.astype(int) - quantize(y, case.out_scale, case.out_zp, -128, 127)).max() <= 2
+        )
+        # Integer layer norm and fixed-point gates: within 0.005 of the real cell state.
+        assert np.abs(cell * case.cell_scale - c).max() <= 0.005
+
+
+def test_quantized_lstm_clipping():
+    case = make_qlstm_case(
+        3, 2, 3, 4, 3, projection=True, layer_norm=False, cell_clip=0.25, proj_clip=0.05
+    )
+    out, cell, _ = run_op(O.QUANTIZED_LSTM, case.args, qlstm_outputs(case))
+    assert np.abs(cell).max() <= math.floor(0.25 * 2048)
+    # The projection clip is quantized with the projection weights' scale (1/200).
+    assert np.abs(out.astype(int)).max() <= math.floor(0.05 * 200)
+    free = make_qlstm_case(3, 2, 3, 4, 3, projection=True, layer_norm=False)
+    out_free, cell_free, _ = run_op(O.QUANTIZED_LSTM, free.args, qlstm_outputs(free))
+    assert np.abs(cell_free).max() > 0.25 * 2048 and np.abs(out_free.astype(int)).max() > 10
+
+
+def test_quantized_lstm_rules():
+    case = make_qlstm_case(4)
+    outs = qlstm_outputs(case)
+    args = list(case.args)
+    args[19] = tensor(T.TENSOR_QUANT16_SYMM, np.zeros((2, 4)), scale=1 / 2000)
+    _rejects(O.QUANTIZED_LSTM, args, outs, "power-of-two")
+    args[19] = tensor(T.TENSOR_QUANT16_SYMM, np.zeros((2, 4)), scale=2.0**-8)
+    _rejects(O.QUANTIZED_LSTM, args, outs, "2\\^-9")
+    args = list(case.args)
+    args[27] = scalar(T.FLOAT32, 0.0)
+    _rejects(O.QUANTIZED_LSTM, args, outs, "forget intermediate scale")
+    args = list(case.args)
+    args[31] = scalar(T.FLOAT32, 1e-30)  # hidden multiplier 2^-30 / 1e-30: out of range
+    _rejects(O.QUANTIZED_LSTM, args, outs, "hidden state effective scale")
+    model, _ = single_op_model(O.QUANTIZED_LSTM, case.args, outs)
+    with pytest.raises(HalError):
+        validate_model(model, HalVersion.V1_2)

@@ -1,0 +1,337 @@
+"""Kernel tests for O.RNN, O.UNIDIRECTIONAL_SEQUENCE_RNN, O.BIDIRECTIONAL_SEQUENCE_RNN and
+O.SVDF against the float64 references in examples_rnn.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from driver.hal.types import HalError, HalVersion
+from driver.hal.types import OperandType as T
+from driver.hal.types import OperationType as O
+from driver.testing import output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
+from tests.operations.examples_lstm import FP16_TOL, grid_values
+from tests.operations.examples_rnn import (
+    bi_rnn_inputs,
+    reference_rnn_sequence,
+    reference_rnn_step,
+    reference_svdf,
+    rnn_inputs,
+    rnn_weights,
+    svdf_inputs,
+    uni_rnn_inputs,
+)
+
+F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
+
+
+def _rejects(op, inputs, outputs, match, version=HalVersion.V1_3):
+    model, _ = single_op_model(op, inputs, outputs)
+    with pytest.raises(HalError, match=match) as e:
+        validate_model(model, version)
+    assert e.value.status.name == "INVALID_ARGUMENT"
+
+
+def _seq(seed, n_time, n_batch, n_input):
+    return grid_values(np.random.default_rng(seed), (n_time, n_batch, n_input))
+
+
+# ---------------------------------------------------------------------------------------
+# RNN
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("activation", [0, 1, 2, 3])
+def test_rnn_matches_reference(activation):
+    w, r, b = rnn_weights(activation, 3, 4)
+    rng = np.random.default_rng(activation)
+    x, h = grid_values(rng, (2, 3), -2, 2), grid_values(rng, (2, 4), -2, 2)
+    state, out = run_op(
+        O.RNN, rnn_inputs(w, r, b, x, h, activation), [output(F32, (2, 4)), output(F32, (2, 4))]
+    )
+    np.testing.assert_allclose(out, reference_rnn_step(w, r, b, x, h, activation), atol=1e-5)
+    np.testing.assert_array_equal(state, out)
+
+
+def test_rnn_float16_within_relaxed_tolerance_and_versions():
+    w, r, b = rnn_weights(9, 3, 4)
+    rng = np.random.default_rng(9)
+    x, h = grid_values(rng, (2, 3)), grid_values(rng, (2, 4))
+    a = run_op(O.RNN, rnn_inputs(w, r, b, x, h), [output(F32, (2, 4))] * 2)[1]
+    b16 = run_op(O.RNN, rnn_inputs(w, r, b, x, h, tt=F16), [output(F16, (2, 4))] * 2)[1]
+    assert b16.dtype == np.float16
+    np.testing.assert_allclose(b16.astype(np.float32), a, atol=FP16_TOL, rtol=FP16_TOL)
+    m32, _ = single_op_model(O.RNN, rnn_inputs(w, r, b, x, h), [output(F32, (2, 4))] * 2)
+    m16, _ = single_op_model(O.RNN, rnn_inputs(w, r, b, x, h, tt=F16), [output(F16, (2, 4))] * 2)
+    assert validate_model(m32, HalVersion.V1_0) == HalVersion.V1_0
+    assert validate_model(m16) == HalVersion.V1_2
+
+
+def test_rnn_rejections():
+    w, r, b = rnn_weights(1, 3, 4)
+    x, h = np.zeros((2, 3)), np.zeros((2, 4))
+    outs = [output(F32, (2, 4))] * 2
+    _rejects(O.RNN, rnn_inputs(w, r, b, x, h, 4), outs, "FuseCode")  # tanh is not a FuseCode
+    _rejects(O.RNN, rnn_inputs(w, r[:, :3], b, x, h), outs, "recurrent weights")
+    _rejects(O.RNN, rnn_inputs(w, r, b, x, np.zeros((3, 4))), outs, "hidden state")
+    _rejects(O.RNN, rnn_inputs(w, r, b, np.zeros((2, 5)), h), outs, "columns")
+
+
+def test_rnn_steps_chained_through_the_state_equal_the_sequence_op():
+    w, r, b = rnn_weights(3, 2, 3)
+    xs = _seq(3, 4, 2, 2)
+    h0 = grid_values(np.random.default_rng(30), (2, 3))
+    h, steps = h0, []
+    for t in range(4):
+        h, y = run_op(O.RNN, rnn_inputs(w, r, b, xs[t], h), [output(F32, (2, 3))] * 2)
+        steps.append(y)
+    seq, h_seq = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_RNN,
+        uni_rnn_inputs(w, r, b, xs, h0),
+        [output(F32, (4, 2, 3)), output(F32, (2, 3))],
+    )
+    np.testing.assert_allclose(seq, np.stack(steps), atol=1e-6)
+    np.testing.assert_allclose(h_seq, h, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# UNIDIRECTIONAL_SEQUENCE_RNN
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("time_major", [True, False], ids=["time_major", "batch_major"])
+@pytest.mark.parametrize("tt", [F32, F16], ids=["float32", "float16"])
+def test_unidirectional_rnn_matches_reference(time_major, tt):
+    w, r, b = rnn_weights(4, 3, 4)
+    xs = _seq(4, 5, 2, 3)
+    h0 = grid_values(np.random.default_rng(40), (2, 4))
+    ref, ref_h = reference_rnn_sequence(w, r, b, xs, h0, 2)
+    given = xs if time_major else xs.transpose(1, 0, 2)
+    lead = (5, 2) if time_major else (2, 5)
+    out, h = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_RNN,
+        uni_rnn_inputs(w, r, b, given, h0, 2, time_major=time_major, tt=tt),
+        [output(tt, (*lead, 4)), output(tt, (2, 4))],
+    )
+    tol = 1e-5 if tt == F32 else FP16_TOL
+    want = ref if time_major else ref.transpose(1, 0, 2)
+    np.testing.assert_allclose(out.astype(np.float64), want, atol=tol, rtol=tol)
+    np.testing.assert_allclose(h.astype(np.float64), ref_h, atol=tol, rtol=tol)
+
+
+def test_unidirectional_rnn_split_sequence_and_versions():
+    w, r, b = rnn_weights(5, 2, 3)
+    xs = _seq(5, 5, 1, 2)
+    h0 = np.zeros((1, 3))
+    whole = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_RNN, uni_rnn_inputs(w, r, b, xs, h0), [output(F32, (5, 1, 3))]
+    )[0]
+    first, h = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_RNN,
+        uni_rnn_inputs(w, r, b, xs[:2], h0),
+        [output(F32, (2, 1, 3)), output(F32, (1, 3))],
+    )
+    second = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_RNN, uni_rnn_inputs(w, r, b, xs[2:], h), [output(F32, (3, 1, 3))]
+    )[0]
+    np.testing.assert_array_equal(np.concatenate([first, second]), whole)
+    one, _ = single_op_model(
+        O.UNIDIRECTIONAL_SEQUENCE_RNN, uni_rnn_inputs(w, r, b, xs, h0), [output(F32, (5, 1, 3))]
+    )
+    two, _ = single_op_model(
+        O.UNIDIRECTIONAL_SEQUENCE_RNN,
+        uni_rnn_inputs(w, r, b, xs, h0),
+        [output(F32, (5, 1, 3)), output(F32, (1, 3))],
+    )
+    assert validate_model(one, HalVersion.V1_2) == HalVersion.V1_2
+    assert validate_model(two) == HalVersion.V1_3
+    bad = uni_rnn_inputs(w, r, b, xs, h0)
+    bad[6] = scalar(T.INT32, 2)
+    _rejects(O.UNIDIRECTIONAL_SEQUENCE_RNN, bad, [output(F32, (5, 1, 3))], "time major")
+
+
+# ---------------------------------------------------------------------------------------
+# BIDIRECTIONAL_SEQUENCE_RNN
+# ---------------------------------------------------------------------------------------
+
+
+def _bi(seed, n_input=3, fw_units=4, bw_units=2):
+    fw, bw = rnn_weights(seed, n_input, fw_units), rnn_weights(seed + 1, n_input, bw_units)
+    rng = np.random.default_rng(seed)
+    return fw, bw, grid_values(rng, (2, fw_units)), grid_values(rng, (2, bw_units))
+
+
+@pytest.mark.parametrize("time_major", [True, False], ids=["time_major", "batch_major"])
+def test_bidirectional_rnn_merged_unmerged_and_states(time_major):
+    fw, bw, hf, hb = _bi(6)
+    xs = _seq(6, 4, 2, 3)
+    fw_ref, fw_h = reference_rnn_sequence(*fw, xs, hf)
+    bw_ref, bw_h = reference_rnn_sequence(*bw, xs, hb, reverse=True)
+    given = xs if time_major else xs.transpose(1, 0, 2)
+    lay = (lambda a: a) if time_major else (lambda a: a.transpose(1, 0, 2))
+    lead = (4, 2) if time_major else (2, 4)
+    outs = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_RNN,
+        bi_rnn_inputs(fw, bw, given, hf, hb, time_major=time_major),
+        [
+            output(F32, (*lead, 4)),
+            output(F32, (*lead, 2)),
+            output(F32, (2, 4)),
+            output(F32, (2, 2)),
+        ],
+    )
+    for got, want in zip(outs, [lay(fw_ref), lay(bw_ref), fw_h, bw_h]):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    merged, mfh, mbh = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_RNN,
+        bi_rnn_inputs(fw, bw, given, hf, hb, merge=True, time_major=time_major),
+        [output(F32, (*lead, 6)), output(F32, (2, 4)), output(F32, (2, 2))],
+    )
+    np.testing.assert_array_equal(merged, np.concatenate(outs[:2], axis=2))
+    np.testing.assert_array_equal(mfh, outs[2])
+    np.testing.assert_array_equal(mbh, outs[3])
+
+
+def test_bidirectional_rnn_cross_linking():
+    fw, bw, hf, hb = _bi(7)
+    xs, aux = _seq(7, 3, 2, 3), _seq(70, 3, 2, 5)  # the auxiliary input has its own size
+    rng = np.random.default_rng(7)
+    aw = (grid_values(rng, (4, 5)), grid_values(rng, (2, 5)))
+    fw_out, bw_out = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_RNN,
+        bi_rnn_inputs(fw, bw, xs, hf, hb, aux=aux, aux_w=aw),
+        [output(F32, (3, 2, 4)), output(F32, (3, 2, 2))],
+    )
+    np.testing.assert_allclose(
+        fw_out, reference_rnn_sequence(*fw, xs, hf, aux=aux, w_aux=aw[0])[0], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        bw_out,
+        reference_rnn_sequence(*bw, xs, hb, reverse=True, aux=aux, w_aux=aw[1])[0],
+        atol=1e-5,
+    )
+
+
+def test_bidirectional_rnn_parallel_linking_is_hal_1_3():
+    fw = rnn_weights(8, 3, 4)
+    bw = rnn_weights(9, 5, 2)  # the backward cell reads the 5-wide auxiliary input
+    rng = np.random.default_rng(8)
+    hf, hb = grid_values(rng, (2, 4)), grid_values(rng, (2, 2))
+    xs, aux = _seq(8, 3, 2, 3), _seq(80, 3, 2, 5)
+    ins = bi_rnn_inputs(fw, bw, xs, hf, hb, aux=aux)
+    outs = [output(F32, (3, 2, 4)), output(F32, (3, 2, 2))]
+    fw_out, bw_out = run_op(O.BIDIRECTIONAL_SEQUENCE_RNN, ins, outs)
+    np.testing.assert_allclose(fw_out, reference_rnn_sequence(*fw, xs, hf)[0], atol=1e-5)
+    np.testing.assert_allclose(
+        bw_out, reference_rnn_sequence(*bw, aux, hb, reverse=True)[0], atol=1e-5
+    )
+    model, _ = single_op_model(O.BIDIRECTIONAL_SEQUENCE_RNN, ins, outs)
+    assert validate_model(model) == HalVersion.V1_3
+    with pytest.raises(HalError, match=r"1\.3"):
+        validate_model(model, HalVersion.V1_2)
+
+
+def test_bidirectional_rnn_rejections_and_float16():
+    fw, bw, hf, hb = _bi(10)
+    xs = _seq(10, 3, 2, 3)
+    two = [output(F32, (3, 2, 4)), output(F32, (3, 2, 2))]
+    _rejects(
+        O.BIDIRECTIONAL_SEQUENCE_RNN, bi_rnn_inputs(fw, bw, xs, hf, hb, merge=True), two, "merge"
+    )
+    # Auxiliary weights without the auxiliary input.
+    aw = (np.zeros((4, 3)), np.zeros((2, 3)))
+    _rejects(
+        O.BIDIRECTIONAL_SEQUENCE_RNN,
+        bi_rnn_inputs(fw, bw, xs, hf, hb, aux_w=aw),
+        two,
+        "auxiliary",
+    )
+    a = run_op(O.BIDIRECTIONAL_SEQUENCE_RNN, bi_rnn_inputs(fw, bw, xs, hf, hb), two)
+    b = run_op(
+        O.BIDIRECTIONAL_SEQUENCE_RNN,
+        bi_rnn_inputs(fw, bw, xs, hf, hb, tt=F16),
+        [output(F16, (3, 2, 4)), output(F16, (3, 2, 2))],
+    )
+    for x32, x16 in zip(a, b):
+        np.testing.assert_allclose(x16.astype(np.float32), x32, atol=FP16_TOL, rtol=FP16_TOL)
+
+
+# ---------------------------------------------------------------------------------------
+# SVDF
+# ---------------------------------------------------------------------------------------
+
+
+def _svdf_case(seed, n_input=3, rank=2, units=3, memory=4):
+    rng = np.random.default_rng(seed)
+    n_filters = rank * units
+    return (
+        grid_values(rng, (n_filters, n_input)),
+        grid_values(rng, (n_filters, memory)),
+        grid_values(rng, (units,)),
+    )
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("activation", [0, 1, 3])
+def test_svdf_over_a_sequence_is_the_time_convolution(rank, with_bias, activation):
+    """Steps chained through the state output equal the convolution view."""
+    wf, wt, bias = _svdf_case(rank * 10 + activation, rank=rank)
+    bias = bias if with_bias else None
+    xs = _seq(rank, 6, 2, 3)
+    memory, n_filters = wt.shape[1], wf.shape[0]
+    state = np.zeros((2, memory * n_filters))
+    outs = []
+    for t in range(6):
+        state, y = run_op(
+            O.SVDF,
+            svdf_inputs(xs[t], wf, wt, bias, state, rank, activation),
+            [output(F32, (2, memory * n_filters)), output(F32, (2, n_filters // rank))],
+        )
+        outs.append(y)
+        # The state's newest column is cleared for the next activation.
+        assert (state.reshape(2, n_filters, memory)[:, :, -1] == 0).all()
+    ref = reference_svdf(xs, wf, wt, bias, rank, activation)
+    np.testing.assert_allclose(np.stack(outs), ref, atol=1e-5)
+
+
+def test_svdf_initial_state_and_ignored_last_column():
+    wf, wt, bias = _svdf_case(20)
+    x = _seq(20, 1, 2, 3)
+    past = grid_values(np.random.default_rng(21), (2, 6, 3))  # memory - 1 past activations
+    state = np.concatenate([past, np.zeros((2, 6, 1))], axis=2).reshape(2, 24)
+    outs = [output(F32, (2, 24)), output(F32, (2, 3))]
+    new_state, y = run_op(O.SVDF, svdf_inputs(x[0], wf, wt, bias, state, 2), outs)
+    np.testing.assert_allclose(y, reference_svdf(x, wf, wt, bias, 2, 0, past)[0], atol=1e-5)
+    expect = np.concatenate([past[:, :, 1:], (x[0] @ wf.T)[:, :, None], np.zeros((2, 6, 1))], 2)
+    np.testing.assert_allclose(new_state, expect.reshape(2, 24), atol=1e-6)
+    # The state's last column is overwritten before use: its input value is irrelevant.
+    noisy = state.copy().reshape(2, 6, 4)
+    noisy[:, :, -1] = 9.0
+    _, y2 = run_op(O.SVDF, svdf_inputs(x[0], wf, wt, bias, noisy.reshape(2, 24), 2), outs)
+    np.testing.assert_array_equal(y2, y)
+
+
+def test_svdf_float16_versions_and_rejections():
+    wf, wt, bias = _svdf_case(30)
+    x = _seq(30, 1, 2, 3)[0]
+    state = grid_values(np.random.default_rng(31), (2, 24))
+    outs = [output(F32, (2, 24)), output(F32, (2, 3))]
+    a = run_op(O.SVDF, svdf_inputs(x, wf, wt, bias, state, 2), outs)
+    b = run_op(
+        O.SVDF,
+        svdf_inputs(x, wf, wt, bias, state, 2, tt=F16),
+        [output(F16, (2, 24)), output(F16, (2, 3))],
+    )
+    for x32, x16 in zip(a, b):
+        np.testing.assert_allclose(x16.astype(np.float32), x32, atol=FP16_TOL, rtol=FP16_TOL)
+    m, _ = single_op_model(O.SVDF, svdf_inputs(x, wf, wt, bias, state, 2), outs)
+    assert validate_model(m, HalVersion.V1_0) == HalVersion.V1_0
+    _rejects(O.SVDF, svdf_inputs(x, wf, wt, bias, state, 4), outs, "multiple of rank")
+    _rejects(O.SVDF, svdf_inputs(x, wf, wt, bias, state, 0), outs, "rank")
+    _rejects(O.SVDF, svdf_inputs(x, wf, wt, bias, state[:, :20], 2), outs, "state")
+    _rejects(O.SVDF, svdf_inputs(x, wf, wt, bias, state, 2, 6), outs, "FuseCode")
+    ins = svdf_inputs(x, wf, wt, bias, state, 2)
+    ins[3] = tensor(F32, np.zeros(4), const=True)
+    _rejects(O.SVDF, ins, outs, "bias")
