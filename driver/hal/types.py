@@ -1,7 +1,7 @@
 """The NN HAL 1.0-1.3 vocabulary: enums and structures.
 
 One Python type stands for each HAL structure at its newest (1.3) shape; older HAL
-versions are subsets, and :mod:`driver.hal.versions` says which subset (``compliant_with``)
+versions are subsets, and :mod:`driver.versions` says which subset (``compliant_with``)
 and converts (``convert_to``). Structures are frozen, slotted dataclasses: immutable,
 hashable where their fields are, and cheap to copy with :func:`dataclasses.replace`.
 
