@@ -9,6 +9,17 @@ as :class:`HalError` and converted at the boundary.
 
 A feature-level variant (``ReferenceDevice(version=HalVersion.V1_1)``) validates models,
 requests and options as that HAL version would.
+
+Compilation caching (HAL 1.2+): one model-cache and one data-cache file
+(:mod:`driver.cache`); ``prepare_model`` with cache descriptors and a token saves the
+compilation (best effort: a compilation that cannot be saved is still prepared) and
+``prepare_model_from_cache`` restores it or returns GENERAL_FAILURE.
+
+Vendor extensions (:mod:`driver.extensions`): the device supports the registered
+extensions named in ``DeviceConfig.extensions`` (``driver.extensions.extension_device()``
+configures every registered one); it validates their operands and operations and runs
+them. OEM operations are valid in models but have no kernel here: they are reported
+unsupported, and ``prepare_model`` fails with GENERAL_FAILURE.
 """
 
 from __future__ import annotations
@@ -21,8 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from driver import cache as compilation_cache
 from driver.buffers import BufferRegistry, DriverBuffer
 from driver.executor import Executor
+from driver.extensions import EXTENSIONS, ModelTypes, types_for, validate_extension_use
 from driver.hal.device import (
     DEFAULT_LOOP_TIMEOUT_NS,
     MAX_LOOP_TIMEOUT_NS,
@@ -45,6 +58,7 @@ from driver.hal.types import (
     MeasureTiming,
     Memory,
     Model,
+    OperandLifeTime,
     OperandPerformance,
     OperandType,
     OutputShape,
@@ -52,15 +66,20 @@ from driver.hal.types import (
     Priority,
     Request,
     Timing,
-    is_extension_type,
-    non_extension_size_of_data,
 )
+from driver.log import VLOG, vlog
 from driver.memory import pool_buffer
 from driver.operations import declaration
-from driver.operations.base import OperationDeclaration, array_from_bytes, array_to_bytes
+from driver.operations.base import OperationDeclaration
 from driver.scheduler import Budget, PriorityScheduler
 from driver.sync import SyncFence
-from driver.validation import validate_model, validate_request
+from driver.validation import (
+    validate_deadline,
+    validate_execution_preference,
+    validate_model,
+    validate_priority,
+    validate_request,
+)
 
 SupportFilter = Callable[[Model, int], bool]
 """``(model, main-subgraph operation index) -> supported`` for partial drivers."""
@@ -79,6 +98,9 @@ class DeviceConfig:
     supports_memory_domains: bool = True
     # Replacement operation declarations (planted-bug drivers swap kernels with these).
     operation_overrides: Mapping[int, OperationDeclaration] = field(default_factory=dict)
+    # Key material of compilation-cache checksums; None: the public default (caches are
+    # integrity-checked but forgeable by whoever knows it; see driver/cache.py).
+    cache_secret: bytes | None = None
 
 
 def _status_of(e: HalError) -> ErrorStatus:
@@ -105,6 +127,8 @@ class ReferenceDevice:
         self._pool_lock = threading.Lock()
         self._capabilities = _reference_capabilities(cfg.version)
         self.last_error: str = ""  # message of the last non-NONE status (diagnostics)
+        # Extensions this device supports: configured and registered.
+        self.extension_names = frozenset(e.name for e in cfg.extensions) & frozenset(EXTENSIONS)
 
     @property
     def name(self) -> str:
@@ -149,14 +173,38 @@ class ReferenceDevice:
         return ErrorStatus.NONE, list(self.config.extensions)
 
     def get_number_of_cache_files_needed(self) -> tuple[ErrorStatus, int, int]:
-        """``getNumberOfCacheFilesNeeded``."""
-        return ErrorStatus.NONE, 0, 0
+        """``getNumberOfCacheFilesNeeded``: one model-cache and one data-cache file from
+        HAL 1.2 (none before: there is no caching there)."""
+        if self.config.version < HalVersion.V1_2:
+            return ErrorStatus.NONE, 0, 0
+        return (
+            ErrorStatus.NONE,
+            compilation_cache.NUM_MODEL_CACHE_FILES,
+            compilation_cache.NUM_DATA_CACHE_FILES,
+        )
+
+    def types_for(self, model: Model) -> ModelTypes:
+        """``model``'s type codes resolved through the extensions this device supports."""
+        return types_for(model, self.extension_names)
+
+    @property
+    def cache_identity(self) -> str:
+        """What a compilation cache is bound to besides the token: the version string
+        and the configuration that changes what a prepared model computes."""
+        cfg = self.config
+        return (
+            f"{cfg.version_string} ({cfg.name}; HAL {cfg.version.label}; relaxed-fp16 "
+            f"{int(cfg.emulate_relaxed_float16)}; extensions [{','.join(sorted(self.extension_names))}])"
+        )
 
     def get_supported_operations(self, model: Model) -> tuple[ErrorStatus, list[bool]]:
         """``getSupportedOperations_1_3``."""
         try:
             validate_model(model, self.config.version)
+            validate_extension_use(model, self.extension_names, self.config.version)
         except HalError as e:
+            if VLOG.model:
+                vlog("model", "%s: getSupportedOperations: %s", self.config.name, e)
             return self._fail(e), []
         return ErrorStatus.NONE, [
             self._supports(model, i) for i in range(len(model.main.operations))
@@ -164,7 +212,7 @@ class ReferenceDevice:
 
     def _supports(self, model: Model, index: int) -> bool:
         op = model.main.operations[index]
-        if is_extension_type(op.type) or declaration(op.type) is None:
+        if not _runnable(model, model.main, op, set(), self.types_for(model).operation):
             return False
         if self.config.support_filter is not None:
             return bool(self.config.support_filter(model, index))
@@ -183,17 +231,15 @@ class ReferenceDevice:
     ) -> tuple[ErrorStatus, ReferencePreparedModel | None]:
         """``prepareModel_1_3``."""
         try:
-            if preference not in ExecutionPreference.__members__.values():
-                raise HalError(
-                    ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}"
-                )
-            if priority not in Priority.__members__.values():
-                raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
+            preference = validate_execution_preference(preference)
+            priority = validate_priority(priority)
+            deadline = validate_deadline(deadline)
             if self.config.version < HalVersion.V1_3 and (
                 priority != Priority.MEDIUM or deadline is not None
             ):
                 raise HalError(ErrorStatus.INVALID_ARGUMENT, "priority and deadline need HAL 1.3")
             validate_model(model, self.config.version)
+            validate_extension_use(model, self.extension_names, self.config.version)
             if deadline is not None and time.monotonic_ns() > deadline:
                 raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline already passed")
             unsupported = [
@@ -204,10 +250,68 @@ class ReferenceDevice:
                     ErrorStatus.GENERAL_FAILURE,
                     f"operations {unsupported} of the main subgraph are not supported",
                 )
-            prepared = ReferencePreparedModel(self, model, Priority(priority))
+            prepared = ReferencePreparedModel(
+                self, model, Priority(priority), preference=ExecutionPreference(preference)
+            )
         except HalError as e:
+            if VLOG.compilation:
+                vlog("compilation", "%s: prepare_model failed: %s", self.config.name, e)
             return self._fail(e), None
+        if VLOG.compilation:
+            vlog(
+                "compilation",
+                "%s: prepared %d operations (%d subgraphs)",
+                self.config.name,
+                len(model.main.operations),
+                1 + len(model.referenced),
+            )
+        if token is not None or model_cache or data_cache:
+            self._save_to_cache(prepared, model_cache, data_cache, token)
         return ErrorStatus.NONE, prepared
+
+    def _save_to_cache(
+        self,
+        prepared: ReferencePreparedModel,
+        model_cache: Sequence[int],
+        data_cache: Sequence[int],
+        token: bytes | None,
+    ) -> bool:
+        """Best effort, as the HAL allows: a compilation that cannot be saved (no
+        caching before 1.2, wrong number of files, a bad token, a descriptor that is not
+        writable) is still prepared, and restoring it later fails cleanly."""
+        try:
+            if self.config.version < HalVersion.V1_2:
+                raise compilation_cache.CacheError("compilation caching needs HAL 1.2")
+            if not isinstance(token, bytes) or len(token) != compilation_cache.TOKEN_SIZE:
+                raise compilation_cache.CacheError(
+                    f"the token must be {compilation_cache.TOKEN_SIZE} bytes"
+                )
+            entry = compilation_cache.CacheEntry(
+                prepared.model,
+                prepared.executor.step_facts(),
+                int(prepared.preference),
+                int(prepared.priority),
+            )
+            compilation_cache.save(
+                entry,
+                model_cache,
+                data_cache,
+                token=token,
+                identity=self.cache_identity,
+                secret=self._cache_secret,
+            )
+        except Exception as e:  # never fails the preparation
+            if VLOG.compilation:
+                vlog("compilation", "%s: not cached: %s: %s", self.config.name, type(e).__name__, e)
+            return False
+        if VLOG.compilation:
+            vlog("compilation", "%s: cached for token %s", self.config.name, token.hex()[:16])
+        return True
+
+    @property
+    def _cache_secret(self) -> bytes:
+        secret = self.config.cache_secret
+        return compilation_cache.DEFAULT_SECRET if secret is None else secret
 
     def prepare_model_from_cache(
         self,
@@ -216,10 +320,74 @@ class ReferenceDevice:
         data_cache: Sequence[int],
         token: bytes,
     ) -> tuple[ErrorStatus, ReferencePreparedModel | None]:
-        """``prepareModelFromCache_1_3``: the reference needs no cache files (reports 0)
-        so, as the HAL says, it returns GENERAL_FAILURE."""
-        self.last_error = "compilation caching is not supported by this device"
-        return ErrorStatus.GENERAL_FAILURE, None
+        """``prepareModelFromCache_1_3``: the prepared model ``prepare_model`` saved for
+        ``token``, without validating or planning again (the cache's checksum vouches for
+        what the first preparation proved; see :mod:`driver.cache`). Any file that is not
+        exactly what this driver wrote for this token — missing, truncated, corrupted,
+        swapped, another token's, another driver version's — gives GENERAL_FAILURE, as
+        does a device without caching (below HAL 1.2). A malformed deadline is
+        INVALID_ARGUMENT; one already passed, MISSED_DEADLINE_PERSISTENT."""
+        started = time.perf_counter_ns()
+        try:
+            if self.config.version < HalVersion.V1_2:
+                raise HalError(ErrorStatus.GENERAL_FAILURE, "compilation caching needs HAL 1.2")
+            if deadline is not None:
+                if self.config.version < HalVersion.V1_3:
+                    raise HalError(ErrorStatus.INVALID_ARGUMENT, "a deadline needs HAL 1.3")
+                validate_deadline(deadline)
+                if time.monotonic_ns() > deadline:
+                    raise HalError(
+                        ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline already passed"
+                    )
+            prepared = self._restore(model_cache, data_cache, token)
+        except HalError as e:
+            if VLOG.compilation:
+                vlog("compilation", "%s: cache miss: %s", self.config.name, e)
+            return self._fail(e), None
+        if VLOG.compilation:
+            vlog(
+                "compilation",
+                "%s: cache hit, %d operations restored in %d us",
+                self.config.name,
+                len(prepared.model.main.operations),
+                (time.perf_counter_ns() - started) // 1000,
+            )
+        return ErrorStatus.NONE, prepared
+
+    def _restore(
+        self, model_cache: Sequence[int], data_cache: Sequence[int], token: bytes
+    ) -> ReferencePreparedModel:
+        failure = ErrorStatus.GENERAL_FAILURE
+        try:
+            entry = compilation_cache.load(
+                model_cache,
+                data_cache,
+                token=token,
+                identity=self.cache_identity,
+                secret=self._cache_secret,
+            )
+            model = entry.model
+            executor = Executor(
+                model,
+                version=self.config.version,
+                emulate_relaxed_float16=self.config.emulate_relaxed_float16,
+                overrides=self.config.operation_overrides,
+                types=self.types_for(model),
+                facts=entry.facts,
+            )
+            return ReferencePreparedModel(
+                self,
+                model,
+                Priority(entry.priority),
+                executor=executor,
+                preference=ExecutionPreference(entry.preference),
+            )
+        except compilation_cache.CacheError as e:
+            raise HalError(failure, f"compilation cache: {e}") from None
+        except HalError as e:
+            raise HalError(failure, f"compilation cache: {e.message}") from None
+        except Exception as e:  # defense in depth: verified bytes never get here
+            raise HalError(failure, f"compilation cache: {type(e).__name__}: {e}") from e
 
     # --- memory domains -------------------------------------------------------------
     def allocate(
@@ -240,6 +408,23 @@ class ReferenceDevice:
         except HalError as e:
             return self._fail(e), None, 0
         return ErrorStatus.NONE, buffer, token
+
+
+def _runnable(model: Model, sg, op, seen: set[int], resolve=declaration) -> bool:
+    """The reference has a kernel for ``op`` and, for IF/WHILE, for every operation of the
+    subgraphs it references, transitively (``model`` is valid, so indexes are in range).
+    ``resolve`` maps an operation type to its declaration (extensions included)."""
+    if resolve(op.type) is None:
+        return False
+    for i in op.inputs:
+        operand = sg.operands[i]
+        if operand.lifetime != OperandLifeTime.SUBGRAPH or operand.location.offset in seen:
+            continue
+        seen.add(operand.location.offset)
+        ref = model.referenced[operand.location.offset]
+        if not all(_runnable(model, ref, inner, seen, resolve) for inner in ref.operations):
+            return False
+    return True
 
 
 def _reference_capabilities(version: HalVersion) -> Capabilities:
@@ -266,16 +451,29 @@ def _reference_capabilities(version: HalVersion) -> Capabilities:
 class ReferencePreparedModel:
     """``IPreparedModel``: executions on one prepared model may run in parallel."""
 
-    def __init__(self, device: ReferenceDevice, model: Model, priority: Priority):
+    def __init__(
+        self,
+        device: ReferenceDevice,
+        model: Model,
+        priority: Priority,
+        *,
+        executor: Executor | None = None,
+        preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
+    ):
         self.device = device
         self.model = model
         self.priority = priority
-        self.executor = Executor(
-            model,
-            version=device.config.version,
-            emulate_relaxed_float16=device.config.emulate_relaxed_float16,
-            overrides=device.config.operation_overrides,
-        )
+        self.preference = preference
+        if executor is None:
+            executor = Executor(
+                model,
+                version=device.config.version,
+                emulate_relaxed_float16=device.config.emulate_relaxed_float16,
+                overrides=device.config.operation_overrides,
+                types=device.types_for(model),
+            )
+        self.executor = executor
+        self.types = executor.types
         main = model.main
         self._input_operands = [main.operands[i] for i in main.input_indexes]
         self._output_operands = [main.operands[i] for i in main.output_indexes]
@@ -328,10 +526,21 @@ class ReferencePreparedModel:
             shapes = self._write_outputs(request, outputs)
         except HalError as e:
             dev._fail(e)
+            if VLOG.execution:
+                vlog("execution", "%s: execution failed: %s", dev.config.name, e)
             # A failed execution leaves its driver-managed outputs uninitialized.
             for buf in locals().get("out_buffers") or ():
                 buf.invalidate()
             return e.status, [], NO_TIMING
+        if VLOG.execution:
+            vlog(
+                "execution",
+                "%s: executed %d operations in %d us, output shapes %s",
+                dev.config.name,
+                len(self.model.main.operations),
+                device_end - device_start,
+                [list(s.dimensions) for s in shapes],
+            )
         if not all(s.is_sufficient for s in shapes):
             dev.last_error = "output buffer too small"
             return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, shapes, NO_TIMING
@@ -383,14 +592,14 @@ class ReferencePreparedModel:
                 buf = self.device.buffers.lookup(pool.token, self, k, is_output=False)
                 inputs.append(buf.read(operand.type, tuple(arg.dimensions)))
                 continue
-            need = non_extension_size_of_data(operand.type, dims)
+            need = self.types.size_of(operand.type, dims)
             if arg.location.length < need:
                 raise HalError(
                     ErrorStatus.INVALID_ARGUMENT,
                     f"input {k}: {arg.location.length} bytes given, dims {list(dims)} need {need}",
                 )
             data = pool_buffer(pool)[arg.location.offset : arg.location.offset + need]
-            inputs.append(array_from_bytes(operand.type, dims, data))
+            inputs.append(self.types.decode(operand.type, dims, data))
         return inputs
 
     def _write_outputs(self, request: Request, outputs: list[np.ndarray]) -> list[OutputShape]:
@@ -406,7 +615,7 @@ class ReferencePreparedModel:
                 if ok:
                     writes.append((buf, arr, operand.type))
                 continue
-            data = array_to_bytes(arr, operand.type)
+            data = self.types.encode(arr, operand.type)
             ok = len(data) <= arg.location.length
             shapes.append(OutputShape(tuple(int(d) for d in arr.shape), ok))
             if ok:

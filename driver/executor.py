@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from driver.extensions import ModelTypes, types_for
 from driver.hal.types import (
     ErrorStatus,
     HalError,
@@ -62,18 +63,15 @@ from driver.hal.types import (
     OutputShape,
     Subgraph,
     is_scalar_type,
-    non_extension_size_of_data,
     operand_type_name,
     operation_type_name,
 )
 from driver.memory import pool_buffer
-from driver.operations import declaration
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
     Shape,
     Unknown,
-    array_from_bytes,
     storage_dtype,
 )
 
@@ -180,8 +178,19 @@ class _Plan:
     shapes: dict[int, Shape | None]  # operand shapes known before running (None: unknown)
 
 
-def _static_shape(operand: Operand) -> Shape | None:
-    if is_scalar_type(operand.type):
+@dataclass(frozen=True, slots=True)
+class StepFacts:
+    """What the static pass decided for one step: all a compilation cache needs to store
+    so that a restored executor skips the pass (``Executor(..., facts=...)``)."""
+
+    dynamic: bool
+    revalidate: bool
+    static_shapes: tuple[Shape | None, ...]
+    optional: frozenset[int]
+
+
+def _static_shape(operand: Operand, is_scalar=is_scalar_type) -> Shape | None:
+    if is_scalar(operand.type):
         return ()
     dims = tuple(operand.dimensions)
     if not dims or 0 in dims:
@@ -198,10 +207,10 @@ def _compatible(declared: tuple[int, ...], actual: tuple[int, ...]) -> bool:
     return all(d == 0 or d == a for d, a in zip(declared, actual))
 
 
-def _nbytes(type_code: int, shape: Shape) -> int:
+def _nbytes(type_code: int, shape: Shape, dtype=storage_dtype) -> int:
     if type_code in (OperandType.SUBGRAPH, OperandType.OEM):
         return 0
-    return math.prod(shape) * storage_dtype(type_code).itemsize
+    return math.prod(shape) * dtype(type_code).itemsize
 
 
 def _round_fp16(arr: np.ndarray) -> np.ndarray:
@@ -222,7 +231,14 @@ class Executor:
     ``version`` is the HAL version hooks see (``ctx.version``). ``emulate_relaxed_float16``
     rounds TENSOR_FLOAT32 values to float16 between operations when the model allows
     relaxed computation (a stricter oracle for relaxed drivers than float32 throughout);
-    it has no effect on other models."""
+    it has no effect on other models.
+
+    ``types`` resolves the model's operand and operation types, extension ones included
+    (:mod:`driver.extensions`); the default resolves every registered extension the
+    model maps, a device passes the resolver restricted to the extensions it supports.
+    ``facts`` (from :meth:`step_facts` of an executor of the same model, configuration
+    and registry, e.g. restored from a compilation cache) replaces the static
+    validate/infer pass; it is trusted as given."""
 
     def __init__(
         self,
@@ -231,6 +247,8 @@ class Executor:
         version: HalVersion = HalVersion.V1_3,
         emulate_relaxed_float16: bool = False,
         overrides: Mapping[int, OperationDeclaration] | None = None,
+        types: ModelTypes | None = None,
+        facts: Mapping[int | None, Sequence[StepFacts]] | None = None,
     ):
         self.model = model
         self.version = version
@@ -239,9 +257,12 @@ class Executor:
         self._overrides = dict(overrides or {})
         self.relaxed = model.relax_computation_float32_to_float16
         self.emulate_relaxed_float16 = emulate_relaxed_float16 and self.relaxed
-        self._plans: dict[int | None, _Plan] = {None: self._plan(model.main, "main subgraph")}
+        self.types = types if types is not None else types_for(model)
+        self._plans: dict[int | None, _Plan] = {
+            None: self._plan(model.main, "main subgraph", _facts_of(facts, None, model.main))
+        }
         for k, sg in enumerate(model.referenced):
-            self._plans[k] = self._plan(sg, f"subgraph {k}")
+            self._plans[k] = self._plan(sg, f"subgraph {k}", _facts_of(facts, k, sg))
         main = self._plans[None]
         self.input_operands: tuple[Operand, ...] = tuple(o for _, o in main.inputs)
         self.output_operands: tuple[Operand, ...] = tuple(
@@ -249,8 +270,9 @@ class Executor:
         )
 
     # --- prepare --------------------------------------------------------------------
-    def _plan(self, sg: Subgraph, name: str) -> _Plan:
+    def _plan(self, sg: Subgraph, name: str, facts: Sequence[StepFacts] | None = None) -> _Plan:
         n = len(sg.operands)
+        is_scalar = self.types.is_scalar
 
         def check_index(i: int, what: str) -> int:
             if not 0 <= i < n:
@@ -276,7 +298,7 @@ class Executor:
                 constants[idx] = _readonly(np.array(operand.location.offset, dtype=np.int64))
                 shapes[idx] = ()
             else:
-                shapes[idx] = _static_shape(operand)
+                shapes[idx] = _static_shape(operand, is_scalar)
 
         last_use: dict[int, int] = {}
         for step, op in enumerate(sg.operations):
@@ -295,12 +317,19 @@ class Executor:
         steps = []
         for step, op in enumerate(sg.operations):
             location = f"{name}, operation {step} ({operation_type_name(op.type)})"
-            decl = self._overrides.get(op.type) or declaration(op.type)
+            decl = self._overrides.get(op.type) or self.types.operation(op.type)
             if decl is None:
                 raise HalError(
                     ErrorStatus.GENERAL_FAILURE,
                     f"{location}: the reference driver has no kernel for this operation",
                 )
+            if facts is not None:
+                steps.append(
+                    self._restore_step(
+                        op, decl, location, sg, shapes, keep, tuple(free_after[step]), facts[step]
+                    )
+                )
+                continue
             steps.append(
                 self._plan_step(
                     op, decl, location, sg, shapes, constants, keep, tuple(free_after[step])
@@ -349,8 +378,9 @@ class Executor:
             inferred = [None if s is None else tuple(int(d) for d in s) for s in got]
         except Unknown:
             dynamic = True
+        dtype = self.types.dtype
         if not dynamic and any(
-            s is not None and _nbytes(o.type, s) > MAX_OUTPUT_BYTES
+            s is not None and _nbytes(o.type, s, dtype) > MAX_OUTPUT_BYTES
             for s, o in zip(inferred, out_ops)
         ):
             dynamic = True  # so the run fails before allocating, like a dynamic shape
@@ -365,22 +395,38 @@ class Executor:
                     )
                 shapes[oi] = s
             else:
-                shapes[oi] = _static_shape(operand)
+                shapes[oi] = _static_shape(operand, self.types.is_scalar)
         optional: set[int] = set()
         in_types = tuple(o.type for o in in_ops)
         for sig in decl.signatures:
             if sig.expand_inputs(len(in_types)) == in_types:
                 optional |= sig.optional_positions(len(in_types))
+        facts = StepFacts(dynamic, revalidate, tuple(inferred), frozenset(optional))
+        return self._make_step(op, decl, location, in_ops, out_ops, keep, free_after, facts)
+
+    def _restore_step(self, op, decl, location, sg, shapes, keep, free_after, facts) -> _Step:
+        """A step from cached :class:`StepFacts`: no hook runs; ``shapes`` gets the
+        step's output shapes exactly as :meth:`_plan_step` would have set them."""
+        in_ops = tuple(sg.operands[i] for i in op.inputs)
+        out_ops = tuple(sg.operands[i] for i in op.outputs)
+        if len(facts.static_shapes) != len(out_ops):
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{location}: cached plan does not fit")
+        for k, (oi, operand) in enumerate(zip(op.outputs, out_ops)):
+            s = None if facts.dynamic else facts.static_shapes[k]
+            shapes[oi] = s if s is not None else _static_shape(operand, self.types.is_scalar)
+        return self._make_step(op, decl, location, in_ops, out_ops, keep, free_after, facts)
+
+    def _make_step(self, op, decl, location, in_ops, out_ops, keep, free_after, facts) -> _Step:
         return _Step(
             op=op,
             decl=decl,
             location=location,
             in_operands=in_ops,
             out_operands=out_ops,
-            optional=frozenset(optional),
-            dynamic=dynamic,
-            revalidate=revalidate,
-            static_shapes=tuple(inferred),
+            optional=facts.optional,
+            dynamic=facts.dynamic,
+            revalidate=facts.revalidate,
+            static_shapes=facts.static_shapes,
             free_after=free_after,
             temporaries=tuple(
                 i not in keep and o.lifetime == L.TEMPORARY_VARIABLE
@@ -406,7 +452,7 @@ class Executor:
             data = pool_buffer(self.model.pools[loc.pool_index])[
                 loc.offset : loc.offset + loc.length
             ]
-        dtype = storage_dtype(operand.type)
+        dtype = self.types.dtype(operand.type)
         count = math.prod(operand.dimensions)
         if len(data) != loc.length or loc.length != count * dtype.itemsize:
             raise HalError(
@@ -415,11 +461,21 @@ class Executor:
                 f"{list(operand.dimensions)} needs {count * dtype.itemsize} bytes, its "
                 f"location gives {len(data)}",
             )
-        arr = array_from_bytes(operand.type, tuple(operand.dimensions), bytes(data))
+        arr = self.types.decode(operand.type, tuple(operand.dimensions), bytes(data))
         if self.emulate_relaxed_float16 and operand.type == OperandType.TENSOR_FLOAT32:
             arr = _round_fp16(arr)
         arr.flags.writeable = False
         return arr
+
+    def step_facts(self) -> dict[int | None, tuple[StepFacts, ...]]:
+        """What the static pass decided, per subgraph (None: main) and step: what a
+        compilation cache stores to rebuild this executor without the pass."""
+        return {
+            k: tuple(
+                StepFacts(s.dynamic, s.revalidate, s.static_shapes, s.optional) for s in plan.steps
+            )
+            for k, plan in self._plans.items()
+        }
 
     # --- what the device service needs ----------------------------------------------
     @property
@@ -449,7 +505,7 @@ class Executor:
             dims = tuple(int(d) for d in arr.shape)
             sufficient = True
             if buffer_sizes is not None:
-                need = non_extension_size_of_data(operand.type, dims)
+                need = self.types.size_of(operand.type, dims)
                 sufficient = need <= buffer_sizes[k]
             result.append(OutputShape(dims, sufficient))
         return result
@@ -502,7 +558,7 @@ class Executor:
         if value is None:
             return None
         what = f"input {k} (operand {idx}, {operand_type_name(operand.type)} {list(operand.dimensions)})"
-        dtype = storage_dtype(operand.type)
+        dtype = self.types.dtype(operand.type)
         try:
             arr = np.asarray(value)
         except (TypeError, ValueError) as e:
@@ -520,7 +576,7 @@ class Executor:
                 )
             arr = cast
         shape = tuple(arr.shape)
-        if is_scalar_type(operand.type):
+        if self.types.is_scalar(operand.type):
             ok = shape == ()
         else:
             ok = len(shape) >= 1 and _compatible(tuple(operand.dimensions), shape)
@@ -687,7 +743,7 @@ class Executor:
                 f"{step.location}: output {k} (operand {step.op.outputs[k]}) has shape "
                 f"{list(shape)} at run time but the model declares {list(operand.dimensions)}",
             )
-        size = _nbytes(operand.type, shape)
+        size = _nbytes(operand.type, shape, self.types.dtype)
         if size > MAX_OUTPUT_BYTES:
             raise HalError(
                 ErrorStatus.GENERAL_FAILURE,
@@ -701,7 +757,7 @@ class Executor:
         for k, (arr, operand) in enumerate(zip(outs, step.out_operands)):
             if not isinstance(arr, np.ndarray):
                 arr = np.asarray(arr)
-            expected = storage_dtype(operand.type)
+            expected = self.types.dtype(operand.type)
             if arr.dtype != expected:
                 raise AssertionError(
                     f"{step.location}: kernel output {k} is {arr.dtype}, expected {expected}"
@@ -719,6 +775,17 @@ class Executor:
                 arr = _round_fp16(arr)
             outs[k] = _readonly(arr)
         return outs
+
+
+def _facts_of(
+    facts: Mapping[int | None, Sequence[StepFacts]] | None, key: int | None, sg: Subgraph
+) -> Sequence[StepFacts] | None:
+    if facts is None:
+        return None
+    got = facts.get(key)
+    if got is None or len(got) != len(sg.operations):
+        raise HalError(ErrorStatus.GENERAL_FAILURE, "the cached plan does not fit the model")
+    return got
 
 
 # Source dtype kinds an input of a given storage kind may be cast from (integers are
