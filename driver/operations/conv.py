@@ -20,14 +20,23 @@ Numerics follow Android 11's CPU kernels (``Conv2D.cpp``, ``DepthwiseConv2D.cpp`
   right-shift path. Signed inputs give exactly the unsigned result minus 128 (Android runs
   them through the unsigned kernel).
 
-Integer dot products run as float64 matrix products: every partial sum of products of
-9-bit integers is an integer far below 2**53, so BLAS computes them exactly in any order.
+Integer dot products run as float matrix products (BLAS), exact in any summation order:
+every partial sum is a sum of some of the integer products, so its magnitude is at most
+``max|x - zx| * sum|w - zw|`` over one output's terms. When that bound is below 2**24
+(:func:`exact_float_dtype`; 3x3x32 filters of typical weights are ~100x below it) the
+products run in float32, as fast as the float kernels; otherwise in float64 (exact below
+2**53, i.e. any realistic size). The int32 accumulator then goes through the fused
+fixed-point output stage :func:`~driver.operations.quant.requantize_int32`.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
+import math
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -45,8 +54,9 @@ from driver.operations.base import T as _T
 from driver.operations.quant import (
     activation_range_quantized,
     apply_activation_float,
-    multiply_by_quantized_multiplier,
+    quant_range,
     quantize_multiplier,
+    requantize_int32,
 )
 
 V = HalVersion
@@ -122,22 +132,31 @@ def declared_rank(ctx: OperationContext, i: int) -> int | None:
 
 def check_declared_rank(ctx: OperationContext, i: int, rank: int) -> None:
     r = declared_rank(ctx, i)
-    if r is not None:
-        ctx.check(r == rank, f"input {i} must have rank {rank}, got rank {r}")
+    if r is not None and r != rank:
+        raise ctx.invalid(f"input {i} must have rank {rank}, got rank {r}")
 
 
 def check_activation(ctx: OperationContext, i: int) -> int:
     act = ctx.scalar(i)
-    ctx.check(
-        FusedActivation.NONE <= act <= FusedActivation.RELU6,
-        f"input {i} (fused activation) must be 0..3, got {act}",
-    )
+    if not _ACTIVATION_NONE <= act <= _ACTIVATION_RELU6:
+        raise ctx.invalid(f"input {i} (fused activation) must be 0..3, got {act}")
     return act
 
 
+# Plain ints: enum attribute lookups and comparisons cost in the validation hot path.
+_ACTIVATION_NONE, _ACTIVATION_RELU6 = int(FusedActivation.NONE), int(FusedActivation.RELU6)
+
+
+_FLOAT32 = struct.Struct("<f")
+
+
 def f32(x: float) -> float:
-    """A scale as the float32 Android stores it."""
-    return float(np.float32(x))
+    """A scale as the float32 Android stores it (``float(np.float32(x))``, through
+    ``struct``: a numpy scalar round trip costs microseconds in validation)."""
+    try:
+        return _FLOAT32.unpack(_FLOAT32.pack(x))[0]
+    except OverflowError:  # beyond float32's range: numpy's conversion gives inf
+        return math.copysign(math.inf, x)
 
 
 def is_float16(type_code: int) -> bool:
@@ -166,9 +185,10 @@ class ParamForm:
         return len(self.padding) == 1
 
 
-@dataclass(frozen=True)
-class ConvParams:
-    """Scalar parameters of a convolution, padding still possibly implicit."""
+class ConvParams(NamedTuple):
+    """Scalar parameters of a convolution, padding still possibly implicit (a named
+    tuple: built for every operation validated, and a frozen dataclass costs several
+    times more to construct)."""
 
     padding_code: int | None  # implicit scheme, or None when explicit
     pads: tuple[int, int, int, int]  # left, right, top, bottom (explicit form)
@@ -197,51 +217,67 @@ class ConvParams:
 
 def read_params(ctx: OperationContext, form: ParamForm, what: str = "") -> ConvParams:
     """Read and range-check the scalar parameters of ``form`` (raises Unknown when one is
-    not a known constant yet)."""
+    not a known constant yet). Error messages are built only on failure: validation runs
+    this for every windowed operation."""
+    scalar = ctx.scalar
     if form.implicit:
-        code = ctx.scalar(form.padding[0])
-        ctx.check(
-            code in (PADDING_SAME, PADDING_VALID),
-            f"input {form.padding[0]} (implicit padding) must be 1 (SAME) or 2 (VALID), got {code}",
-        )
+        i = form.padding[0]
+        code = scalar(i)
+        if code != PADDING_SAME and code != PADDING_VALID:
+            raise ctx.invalid(
+                f"input {i} (implicit padding) must be 1 (SAME) or 2 (VALID), got {code}"
+            )
         pads = (0, 0, 0, 0)
     else:
         code = None
-        pads = tuple(ctx.scalar(i) for i in form.padding)
+        pads = tuple([scalar(i) for i in form.padding])
         for i, p in zip(form.padding, pads):
-            ctx.check(p >= 0, f"input {i} (padding) must be >= 0, got {p}")
-    sw, sh = ctx.scalar(form.stride[0]), ctx.scalar(form.stride[1])
-    ctx.check(sw > 0, f"input {form.stride[0]} (stride width) must be > 0, got {sw}")
-    ctx.check(sh > 0, f"input {form.stride[1]} (stride height) must be > 0, got {sh}")
+            if p < 0:
+                raise ctx.invalid(f"input {i} (padding) must be >= 0, got {p}")
+    iw, ih = form.stride
+    sw, sh = scalar(iw), scalar(ih)
+    if sw <= 0:
+        raise ctx.invalid(f"input {iw} (stride width) must be > 0, got {sw}")
+    if sh <= 0:
+        raise ctx.invalid(f"input {ih} (stride height) must be > 0, got {sh}")
     dw = dh = 1
     if form.dilation is not None:
-        dw, dh = ctx.scalar(form.dilation[0]), ctx.scalar(form.dilation[1])
-        ctx.check(dw > 0, f"input {form.dilation[0]} (dilation width) must be > 0, got {dw}")
-        ctx.check(dh > 0, f"input {form.dilation[1]} (dilation height) must be > 0, got {dh}")
+        iw, ih = form.dilation
+        dw, dh = scalar(iw), scalar(ih)
+        if dw <= 0:
+            raise ctx.invalid(f"input {iw} (dilation width) must be > 0, got {dw}")
+        if dh <= 0:
+            raise ctx.invalid(f"input {ih} (dilation height) must be > 0, got {dh}")
     extra = 1
     if form.extra is not None:
-        extra = ctx.scalar(form.extra)
-        ctx.check(extra > 0, f"input {form.extra} ({what}) must be > 0, got {extra}")
+        extra = scalar(form.extra)
+        if extra <= 0:
+            raise ctx.invalid(f"input {form.extra} ({what}) must be > 0, got {extra}")
     act = check_activation(ctx, form.activation)
-    nchw = bool(ctx.scalar(form.layout)) if form.layout is not None else False
+    nchw = bool(scalar(form.layout)) if form.layout is not None else False
     return ConvParams(code, pads, sw, sh, dw, dh, act, nchw, extra)
 
 
-def _conv_form(ctx: OperationContext) -> ParamForm:
-    """CONV_2D: 7/8/10 inputs implicit (+layout, +dilation), 10/11/13 explicit."""
-    n = ctx.num_inputs
-    if n == 7 or (n >= 8 and ctx.input_type(7) == _T.BOOL):
+# The forms depend only on the input count and whether the layout position holds a BOOL;
+# built once (a frozen dataclass costs microseconds to construct, per operation).
+@functools.lru_cache(maxsize=64)
+def _conv_form_for(n: int, implicit: bool) -> ParamForm:
+    if implicit:
         return ParamForm((3,), (4, 5), 6, 7 if n >= 8 else None, (8, 9) if n == 10 else None)
     return ParamForm(
         (3, 4, 5, 6), (7, 8), 9, 10 if n >= 11 else None, (11, 12) if n == 13 else None
     )
 
 
-def _depthwise_form(ctx: OperationContext) -> ParamForm:
-    """DEPTHWISE_CONV_2D: 8/9/11 implicit, 11/12/14 explicit (depth multiplier before
-    the activation)."""
+def _conv_form(ctx: OperationContext) -> ParamForm:
+    """CONV_2D: 7/8/10 inputs implicit (+layout, +dilation), 10/11/13 explicit."""
     n = ctx.num_inputs
-    if n == 8 or (n >= 9 and ctx.input_type(8) == _T.BOOL):
+    return _conv_form_for(n, n == 7 or (n >= 8 and ctx.input_type(7) == _T.BOOL))
+
+
+@functools.lru_cache(maxsize=64)
+def _depthwise_form_for(n: int, implicit: bool) -> ParamForm:
+    if implicit:
         return ParamForm(
             (3,), (4, 5), 7, 8 if n >= 9 else None, (9, 10) if n == 11 else None, extra=6
         )
@@ -255,16 +291,39 @@ def _depthwise_form(ctx: OperationContext) -> ParamForm:
     )
 
 
+def _depthwise_form(ctx: OperationContext) -> ParamForm:
+    """DEPTHWISE_CONV_2D: 8/9/11 implicit, 11/12/14 explicit (depth multiplier before
+    the activation)."""
+    n = ctx.num_inputs
+    return _depthwise_form_for(n, n == 8 or (n >= 9 and ctx.input_type(8) == _T.BOOL))
+
+
+_GROUPED_IMPLICIT = ParamForm((3,), (4, 5), 7, 8, extra=6)
+_GROUPED_EXPLICIT = ParamForm((3, 4, 5, 6), (7, 8), 10, 11, extra=9)
+_TRANSPOSE_IMPLICIT = ParamForm((4,), (5, 6), 7, 8, output_shape=3)
+_TRANSPOSE_EXPLICIT = ParamForm((3, 4, 5, 6), (7, 8), 9, 10)
+
+
 def _grouped_form(ctx: OperationContext) -> ParamForm:
-    if ctx.num_inputs == 9:
-        return ParamForm((3,), (4, 5), 7, 8, extra=6)
-    return ParamForm((3, 4, 5, 6), (7, 8), 10, 11, extra=9)
+    return _GROUPED_IMPLICIT if ctx.num_inputs == 9 else _GROUPED_EXPLICIT
 
 
 def _transpose_form(ctx: OperationContext) -> ParamForm:
-    if ctx.num_inputs == 9:
-        return ParamForm((4,), (5, 6), 7, 8, output_shape=3)
-    return ParamForm((3, 4, 5, 6), (7, 8), 9, 10)
+    return _TRANSPOSE_IMPLICIT if ctx.num_inputs == 9 else _TRANSPOSE_EXPLICIT
+
+
+# Each operation's checked parameters, for ``ctx.once``: ``validate`` and ``infer_shapes``
+# read them from one context during validation, so they are parsed once.
+def _conv_params(ctx: OperationContext) -> ConvParams:
+    return read_params(ctx, _conv_form(ctx))
+
+
+def _depthwise_params(ctx: OperationContext) -> ConvParams:
+    return read_params(ctx, _depthwise_form(ctx), "depth multiplier")
+
+
+def _grouped_params(ctx: OperationContext) -> ConvParams:
+    return read_params(ctx, _grouped_form(ctx), "number of groups")
 
 
 # ---------------------------------------------------------------------------------------
@@ -336,38 +395,42 @@ def _validate_quant(ctx: OperationContext, channel_dim: int) -> HalVersion | Non
         return None
     if tf == _T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
         cq = ctx.channel_quant(1)
-        ctx.check(cq is not None, "input 1 (per-channel filter) has no channel quantization")
-        ctx.check(
-            cq.channel_dim == channel_dim,
-            f"input 1 (per-channel filter) must be quantized along dimension {channel_dim}, "
-            f"got channelDim {cq.channel_dim}",
-        )
+        if cq is None:
+            raise ctx.invalid("input 1 (per-channel filter) has no channel quantization")
+        if cq.channel_dim != channel_dim:
+            raise ctx.invalid(
+                f"input 1 (per-channel filter) must be quantized along dimension {channel_dim}, "
+                f"got channelDim {cq.channel_dim}"
+            )
         return None
-    in_f = np.float32(ctx.input_scale(0)) * np.float32(ctx.input_scale(1))
-    bias_scale = float(np.float32(ctx.input_scale(2)))
-    product = float(in_f)
+    # The float32 product of two float32 scales: their double product is exact (48
+    # significant bits), so rounding it once to float32 is what float * float gives.
+    product = f32(f32(ctx.input_scale(0)) * f32(ctx.input_scale(1)))
+    bias_scale = f32(ctx.input_scale(2))
     # GetQuantizedConvolutionMultipler's rule, with its tolerance.
-    ctx.check(
-        abs(product - bias_scale) <= 1e-6 * min(product, bias_scale),
-        f"input 2 (bias) scale must equal input scale * filter scale = {product!r}, "
-        f"got {bias_scale!r}",
-    )
-    if tin == _T.TENSOR_QUANT8_ASYMM and not (np.float32(ctx.output_scale(0)) > in_f):
+    if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
+        raise ctx.invalid(
+            f"input 2 (bias) scale must equal input scale * filter scale = {product!r}, "
+            f"got {bias_scale!r}"
+        )
+    if tin == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
         return V.V1_2
     return None
 
 
 def _validate_common(
-    ctx: OperationContext, form: ParamForm, channel_dim: int, what: str = ""
+    ctx: OperationContext, params: Callable[[OperationContext], ConvParams], channel_dim: int
 ) -> HalVersion | None:
     """Ranks, quantization and parameter ranges (the parameter-form versions are in the
-    signatures)."""
+    signatures). ``params`` reads the parameters, once per context."""
     check_declared_rank(ctx, 0, 4)
     check_declared_rank(ctx, 1, 4)
     check_declared_rank(ctx, 2, 1)
     version = _validate_quant(ctx, channel_dim)
-    with contextlib.suppress(Unknown):
-        read_params(ctx, form, what)
+    try:  # noqa: SIM105 - contextlib.suppress costs more than this whole check
+        ctx.once(params)
+    except Unknown:
+        pass
     return version
 
 
@@ -487,38 +550,56 @@ def conv_multipliers(
 def requantize(
     ctx: OperationContext, acc: np.ndarray, bias: np.ndarray, filter_scales, activation: int
 ) -> np.ndarray:
-    """int32 accumulator (+ bias) -> output quantized values, per channel (last axis)."""
-    acc = acc.astype(np.int64) + bias.astype(np.int64)
-    acc = ((acc + 2**31) & 0xFFFFFFFF) - 2**31  # the C++ accumulator is int32
+    """Accumulator (+ bias) -> output quantized values, per channel (last axis). ``acc``
+    holds exact integers: int32, float32 (below 2**24) or float64."""
+    if acc.dtype == np.int32 or acc.dtype == np.float32:
+        acc32 = acc.astype(np.int32)  # float32 accumulators are exact integers < 2**24
+        acc32 += bias.astype(np.int32, copy=False)  # wraps, as the C++ int32 sum
+    else:
+        acc64 = acc.astype(np.int64)
+        acc64 += bias.astype(np.int64)
+        acc32 = acc64.astype(np.int32)  # the C++ accumulator is int32: wrap
     mult, shift = conv_multipliers(ctx.input_scale(0), filter_scales, ctx.output_scale(0))
     if mult.size == 1:
         mult, shift = mult[0], shift[0]
     zo = ctx.output_zero_point(0)
-    out = multiply_by_quantized_multiplier(acc, mult, shift) + zo
     lo, hi = activation_range_quantized(activation, ctx.output_scale(0), zo, ctx.output_type(0))
-    return np.clip(out, lo, hi).astype(dtype_of(ctx))
+    return requantize_int32(acc32, mult, shift, zo, lo, hi, dtype_of(ctx))
 
 
-def _operands(ctx: OperationContext, nchw: bool):
-    """(x, w, bias, quantized) with x NHWC, offset by zero points; float64 when quantized
-    (exact integer products), float32 otherwise."""
+def exact_float_dtype(max_abs_input: int, weights: np.ndarray, out_axis: int) -> type:
+    """float32 when every partial sum of an integer dot product is below 2**24 in
+    magnitude (so float32 arithmetic on it is exact in any order), else float64. The
+    bound: ``max_abs_input`` times the largest per-output sum of |weights| (the sum over
+    every axis but ``out_axis``)."""
+    per_output = np.abs(weights).sum(axis=tuple(a for a in range(weights.ndim) if a != out_axis))
+    worst = max_abs_input * (float(per_output.max()) if per_output.size else 0.0)
+    return np.float32 if worst < 2**24 else np.float64
+
+
+def _operands(ctx: OperationContext, nchw: bool, out_axis: int = 0):
+    """(x, w, bias, quantized) with x NHWC, offset by zero points; when quantized, in the
+    float type whose products and sums are exact (:func:`exact_float_dtype`; ``out_axis``
+    is the filter's output-channel axis), float32 otherwise."""
     x = to_nhwc(ctx.value(0), nchw)
     w = ctx.value(1)
     b = ctx.value(2)
     if ctx.input_type(0) in QUANT8:
-        xq = x.astype(np.float64) - ctx.input_zero_point(0)
+        zx = ctx.input_zero_point(0)
+        qmin, qmax = quant_range(ctx.input_type(0))
         wz = (
             0 if ctx.input_type(1) == _T.TENSOR_QUANT8_SYMM_PER_CHANNEL else ctx.input_zero_point(1)
         )
-        wq = w.astype(np.float64) - wz
-        return xq, wq, b, True
+        wq = np.subtract(w, wz, dtype=np.float64)  # small (a filter): the exact bound in float64
+        dt = exact_float_dtype(max(zx - qmin, qmax - zx), wq, out_axis)
+        return np.subtract(x, zx, dtype=dt), wq.astype(dt, copy=False), b, True
     return x.astype(np.float32, copy=False), w.astype(np.float32, copy=False), b, False
 
 
 def _finish(ctx: OperationContext, acc: np.ndarray, b: np.ndarray, quantized: bool, p: ConvParams):
     """Bias, activation and output type for the NHWC accumulator; back to the layout."""
     if quantized:
-        out = requantize(ctx, np.rint(acc), b, _filter_scales(ctx), p.activation)
+        out = requantize(ctx, acc, b, _filter_scales(ctx), p.activation)
     else:
         out = acc.astype(np.float32, copy=False) + b.astype(np.float32)
         out = apply_activation_float(out, p.activation).astype(dtype_of(ctx), copy=False)
@@ -536,11 +617,18 @@ def _check_conv_shapes(ctx: OperationContext, nchw: bool) -> tuple[int, int, int
     ctx.check_rank(1, exact=4)
     ctx.check_rank(2, exact=1)
     n, h, w, c = spatial_dims(ctx.shape(0), nchw)
-    ctx.check(
-        h > 0 and w > 0 and c > 0,
-        f"input 0 must have non-zero height, width and depth, got shape {list(ctx.shape(0))}",
-    )
+    if h <= 0 or w <= 0 or c <= 0:
+        raise ctx.invalid(
+            f"input 0 must have non-zero height, width and depth, got shape {list(ctx.shape(0))}"
+        )
     return n, h, w, c
+
+
+def _check_bias(ctx: OperationContext, cout: int) -> None:
+    if ctx.shape(2)[0] != cout:
+        raise ctx.invalid(
+            f"input 2 (bias) has {ctx.shape(2)[0]} elements, the filter has {cout} outputs"
+        )
 
 
 def _output_hw(
@@ -549,28 +637,27 @@ def _output_hw(
     pads = p.resolve(h, w, fh, fw)
     oh = out_size(h, fh, p.stride_h, pads[2], pads[3], p.dilation_h)
     ow = out_size(w, fw, p.stride_w, pads[0], pads[1], p.dilation_w)
-    ctx.check(
-        oh > 0 and ow > 0,
-        f"filter {fh}x{fw} (dilation {p.dilation_h}x{p.dilation_w}) does not fit the "
-        f"{h}x{w} input with padding {list(pads)}: output would be {oh}x{ow}",
-    )
+    if oh <= 0 or ow <= 0:
+        raise ctx.invalid(
+            f"filter {fh}x{fw} (dilation {p.dilation_h}x{p.dilation_w}) does not fit the "
+            f"{h}x{w} input with padding {list(pads)}: output would be {oh}x{ow}"
+        )
     return pads, oh, ow
 
 
 def _validate_conv(ctx: OperationContext) -> HalVersion | None:
-    return _validate_common(ctx, _conv_form(ctx), channel_dim=0)
+    return _validate_common(ctx, _conv_params, channel_dim=0)
 
 
 def _infer_conv(ctx: OperationContext) -> list[Shape]:
-    p = read_params(ctx, _conv_form(ctx))
+    p = ctx.once(_conv_params)
     n, h, w, c = _check_conv_shapes(ctx, p.nchw)
     cout, fh, fw, fc = ctx.shape(1)
-    ctx.check(fc == c, f"input 1 (filter) depth {fc} must equal the input depth {c}")
-    ctx.check(
-        ctx.shape(2)[0] == cout,
-        f"input 2 (bias) has {ctx.shape(2)[0]} elements, the filter has {cout} outputs",
-    )
-    ctx.check(cout > 0 and fh > 0 and fw > 0, f"input 1 (filter) is empty: {list(ctx.shape(1))}")
+    if fc != c:
+        raise ctx.invalid(f"input 1 (filter) depth {fc} must equal the input depth {c}")
+    _check_bias(ctx, cout)
+    if cout <= 0 or fh <= 0 or fw <= 0:
+        raise ctx.invalid(f"input 1 (filter) is empty: {list(ctx.shape(1))}")
     _, oh, ow = _output_hw(ctx, p, h, w, fh, fw)
     return [layout_shape(n, oh, ow, cout, p.nchw)]
 
@@ -602,38 +689,34 @@ CONV_2D = OperationDeclaration(
 
 
 def _validate_depthwise(ctx: OperationContext) -> HalVersion | None:
-    return _validate_common(ctx, _depthwise_form(ctx), channel_dim=3, what="depth multiplier")
+    return _validate_common(ctx, _depthwise_params, channel_dim=3)
 
 
 def _infer_depthwise(ctx: OperationContext) -> list[Shape]:
-    p = read_params(ctx, _depthwise_form(ctx), "depth multiplier")
+    p = ctx.once(_depthwise_params)
     n, h, w, c = _check_conv_shapes(ctx, p.nchw)
     one, fh, fw, cout = ctx.shape(1)
-    ctx.check(
-        one == 1, f"input 1 (filter) must have shape [1, h, w, depth_out], got {list(ctx.shape(1))}"
-    )
-    ctx.check(
-        cout == c * p.extra,
-        f"input 1 (filter) depth {cout} must equal input depth {c} x depth multiplier {p.extra}",
-    )
-    ctx.check(
-        ctx.shape(2)[0] == cout,
-        f"input 2 (bias) has {ctx.shape(2)[0]} elements, the filter has {cout} outputs",
-    )
-    ctx.check(fh > 0 and fw > 0, f"input 1 (filter) is empty: {list(ctx.shape(1))}")
+    if one != 1:
+        raise ctx.invalid(
+            f"input 1 (filter) must have shape [1, h, w, depth_out], got {list(ctx.shape(1))}"
+        )
+    if cout != c * p.extra:
+        raise ctx.invalid(
+            f"input 1 (filter) depth {cout} must equal input depth {c} x depth multiplier {p.extra}"
+        )
+    _check_bias(ctx, cout)
+    if fh <= 0 or fw <= 0:
+        raise ctx.invalid(f"input 1 (filter) is empty: {list(ctx.shape(1))}")
     _, oh, ow = _output_hw(ctx, p, h, w, fh, fw)
     return [layout_shape(n, oh, ow, cout, p.nchw)]
 
 
 def _execute_depthwise(ctx: OperationContext) -> list[np.ndarray]:
     p = read_params(ctx, _depthwise_form(ctx), "depth multiplier")
-    x, w, b, quantized = _operands(ctx, p.nchw)
+    x, w, b, quantized = _operands(ctx, p.nchw, out_axis=3)
     _, h, wd, _ = x.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    if quantized:  # elementwise products: exact in int64 and faster than float64 here
-        x = x.astype(np.int64)
-        w = w.astype(np.int64)
     acc = _depthwise_accumulate(x, w[0], p, pads, oh, ow)
     return [_finish(ctx, acc, b, quantized, p)]
 
@@ -655,12 +738,12 @@ DEPTHWISE_CONV_2D = OperationDeclaration(
 
 
 def _validate_grouped(ctx: OperationContext) -> HalVersion | None:
-    _validate_common(ctx, _grouped_form(ctx), channel_dim=0, what="number of groups")
+    _validate_common(ctx, _grouped_params, channel_dim=0)
     return None  # HAL 1.2 (signed: 1.3) whatever the scales: the signatures say so
 
 
 def _infer_grouped(ctx: OperationContext) -> list[Shape]:
-    p = read_params(ctx, _grouped_form(ctx), "number of groups")
+    p = ctx.once(_grouped_params)
     n, h, w, c = _check_conv_shapes(ctx, p.nchw)
     cout, fh, fw, cg = ctx.shape(1)
     g = p.extra
@@ -715,6 +798,10 @@ def _transpose_params(ctx: OperationContext) -> tuple[ConvParams, ParamForm]:
     return read_params(ctx, form), form
 
 
+def _transpose_checked_params(ctx: OperationContext) -> ConvParams:
+    return read_params(ctx, _transpose_form(ctx))
+
+
 def _transpose_pads(
     ctx: OperationContext, p: ConvParams, form: ParamForm, fh: int, fw: int
 ) -> tuple[int, int, int, int]:
@@ -736,7 +823,7 @@ def _transpose_pads(
 
 
 def _validate_transpose(ctx: OperationContext) -> HalVersion | None:
-    _validate_common(ctx, _transpose_form(ctx), channel_dim=0)
+    _validate_common(ctx, _transpose_checked_params, channel_dim=0)
     return None
 
 

@@ -10,10 +10,14 @@ bytes (binary), so evaluating the exact fixed-point recipe once per possible inp
 or 65536 evaluations) and gathering is both bit-identical to evaluating it per element
 and an order of magnitude faster on large tensors. Tables are keyed by everything the
 recipe depends on (operation, types, scales, zero points, activation) and cached.
+Gathers cost per element gathered, so a unary lookup on a large tensor gathers byte
+*pairs* through a 65536-entry table of entry pairs (half the gathers).
 """
 
 from __future__ import annotations
 
+import math
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -48,21 +52,46 @@ QUANT8_ASYMM_TYPES = (_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_ASYMM_SIGNED)
 # ---------------------------------------------------------------------------------------
 
 
+_FLOAT32 = struct.Struct("<f")
+
+
 def f32(x: float) -> float:
     """``x`` rounded to float32: operand scales are C++ floats, and Android's multiplier
-    arithmetic starts from them."""
-    return float(np.float32(x))
+    arithmetic starts from them. (``float(np.float32(x))`` through ``struct``, several
+    times cheaper: validation rounds scales for every quantized operation.)"""
+    try:
+        return _FLOAT32.unpack(_FLOAT32.pack(x))[0]
+    except OverflowError:  # beyond float32's range: numpy's conversion gives inf
+        return math.copysign(math.inf, x)
+
+
+def broadcast_shapes(sa: Shape, sb: Shape) -> Shape | None:
+    """``np.broadcast_shapes(sa, sb)`` on tuples of ints (trailing dims aligned, a dim
+    of 1 stretches), or None if they are incompatible. Plain Python: numpy's costs
+    microseconds per call, and validation broadcasts every binary operation."""
+    if sa == sb:
+        return tuple(sa)
+    if len(sa) < len(sb):
+        sa, sb = sb, sa
+    k = len(sa) - len(sb)
+    out = list(sa)
+    for j, y in enumerate(sb):
+        x = sa[k + j]
+        if x != y:
+            if x == 1:
+                out[k + j] = y
+            elif y != 1:
+                return None
+    return tuple(out)
 
 
 def broadcast_shape(ctx: OperationContext, a: int = 0, b: int = 1) -> Shape:
     """NNAPI broadcasting (numpy rules, trailing dims aligned); invalid if incompatible."""
     sa, sb = ctx.shape(a), ctx.shape(b)
-    try:
-        return tuple(np.broadcast_shapes(sa, sb))
-    except ValueError:
-        raise ctx.invalid(
-            f"inputs {a} and {b} cannot be broadcast: {list(sa)} vs {list(sb)}"
-        ) from None
+    out = broadcast_shapes(sa, sb)
+    if out is None:
+        raise ctx.invalid(f"inputs {a} and {b} cannot be broadcast: {list(sa)} vs {list(sb)}")
+    return out
 
 
 def same_shape(ctx: OperationContext, indexes: tuple[int, ...]) -> Shape:
@@ -89,9 +118,8 @@ def reject_zero_sized(ctx: OperationContext, *inputs: int) -> None:
 def activation_code(ctx: OperationContext, i: int) -> int:
     """The fused activation scalar at input ``i``, checked to be a FuseCode."""
     act = ctx.scalar(i)
-    ctx.check(
-        act in (0, 1, 2, 3), f"input {i}: fused activation must be 0..3 (NONE..RELU6), got {act}"
-    )
+    if act not in (0, 1, 2, 3):  # the message only on failure: this runs per operation
+        raise ctx.invalid(f"input {i}: fused activation must be 0..3 (NONE..RELU6), got {act}")
     return act
 
 
@@ -177,13 +205,36 @@ def cached_table(key: Hashable, build: Callable[[], np.ndarray]) -> np.ndarray:
     return table
 
 
+PAIR_LOOKUP_MIN_ELEMENTS = 16384
+"""Tensor size from which a unary lookup with one-byte results gathers byte pairs: the
+pair table (65536 entries) is built once per table and then halves every gather."""
+
+_PAIR = np.dtype("<u2")  # explicit byte order: pair value = first byte | second byte << 8
+
+
+def _pair_table(table: np.ndarray) -> np.ndarray:
+    """The 65536-entry table mapping a pair of input bytes to the pair of their entries."""
+    raw = table.view(np.uint8).astype(_PAIR)
+    return raw[np.arange(65536) & 255] | (raw[np.arange(65536) >> 8] << 8)
+
+
 def lookup_unary(
     key: Hashable, fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, in_type: int
 ) -> np.ndarray:
     """``fn`` (an exact recipe on int64 input values) applied to quant8 tensor ``x``
     through a cached 256-entry table."""
     table = cached_table(("unary", in_type, key), lambda: fn(byte_values(in_type)))
-    return np.take(table, x.view(np.uint8))
+    raw = x.view(np.uint8)
+    if (
+        table.dtype.itemsize == 1
+        and x.size >= PAIR_LOOKUP_MIN_ELEMENTS
+        and x.size % 2 == 0
+        and x.flags.c_contiguous
+    ):
+        pairs = cached_table(("pairs", in_type, key), lambda: _pair_table(table))
+        out = np.take(pairs, raw.reshape(-1).view(_PAIR))
+        return out.view(table.dtype).reshape(x.shape)
+    return np.take(table, raw)
 
 
 BINARY_TABLE_MIN_ELEMENTS = 65536
@@ -321,22 +372,23 @@ def _validate_binary(ctx: OperationContext) -> HalVersion | None:
         s1, s2, so = f32(ctx.input_scale(0)), f32(ctx.input_scale(1)), f32(ctx.output_scale(0))
         if op == OperationType.MUL:
             # mulQuant8 needs a multiplier below one (QuantizeMultiplierSmallerThanOneExp).
-            product = f32(np.float32(s1) * np.float32(s2))
-            ctx.check(
-                so > product,
-                f"output scale {so} must be greater than input scales' product "
-                f"{s1} * {s2} = {product}",
-            )
+            # The float32 product: the double product of float32s is exact, rounded once.
+            product = f32(s1 * s2)
+            if not so > product:
+                raise ctx.invalid(
+                    f"output scale {so} must be greater than input scales' product "
+                    f"{s1} * {s2} = {product}"
+                )
         else:
             m = 2.0 * max(s1, s2) / ((1 << 20) * so)
-            ctx.check(
-                m < 1.0,
-                f"output scale {so} is too small for input scales {s1}, {s2} "
-                f"(output multiplier {m} must be below 1)",
-            )
+            if not m < 1.0:
+                raise ctx.invalid(
+                    f"output scale {so} is too small for input scales {s1}, {s2} "
+                    f"(output multiplier {m} must be below 1)"
+                )
     act = activation_code(ctx, 2)
-    if t == _T.TENSOR_INT32:
-        ctx.check(act == 0, f"TENSOR_INT32 arithmetic takes no fused activation, got {act}")
+    if t == _T.TENSOR_INT32 and act != 0:
+        raise ctx.invalid(f"TENSOR_INT32 arithmetic takes no fused activation, got {act}")
     return None
 
 
@@ -351,23 +403,25 @@ def _add_sub_recipe(ctx: OperationContext, subtract: bool):
     rescaled value instead would round ties differently)."""
     (s1, z1), (s2, z2) = quant_params(ctx, 0), quant_params(ctx, 1)
     so, zo = quant_params(ctx, 0, output=True)
-    left_shift = 20
-    twice_max = 2.0 * max(s1, s2)
-    m1, sh1 = quantize_multiplier(s1 / twice_max)
-    m2, sh2 = quantize_multiplier(s2 / twice_max)
-    if subtract:
-        m2 = -m2
-    mo, sho = quantize_multiplier(twice_max / ((1 << left_shift) * so))
-    lo, hi = activation_range_quantized(activation_code(ctx, 2), so, zo, ctx.output_type(0))
+    act, out_type = activation_code(ctx, 2), ctx.output_type(0)
     out_dtype = dtype_of(ctx)
 
     def recipe(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        # The multipliers are derived here, not per run: a cached table skips them.
+        left_shift = 20
+        twice_max = 2.0 * max(s1, s2)
+        m1, sh1 = quantize_multiplier(s1 / twice_max)
+        m2, sh2 = quantize_multiplier(s2 / twice_max)
+        if subtract:
+            m2 = -m2
+        mo, sho = quantize_multiplier(twice_max / ((1 << left_shift) * so))
+        lo, hi = activation_range_quantized(act, so, zo, out_type)
         y1 = multiply_by_quantized_multiplier((a - z1) << left_shift, m1, sh1)
         y2 = multiply_by_quantized_multiplier((b - z2) << left_shift, m2, sh2)
         raw = multiply_by_quantized_multiplier(y1 + y2, mo, sho) + zo
         return np.clip(raw, lo, hi).astype(out_dtype)
 
-    key = ("sub" if subtract else "add", s1, z1, s2, z2, so, zo, lo, hi)
+    key = ("sub" if subtract else "add", s1, z1, s2, z2, so, zo, act, out_type)
     return key, recipe
 
 
@@ -376,16 +430,17 @@ def _mul_recipe(ctx: OperationContext):
     inputs times one multiplier (input scales' float product / output scale)."""
     (s1, z1), (s2, z2) = quant_params(ctx, 0), quant_params(ctx, 1)
     so, zo = quant_params(ctx, 0, output=True)
-    product = float(np.float32(s1) * np.float32(s2))  # float * float in the C++
-    m, sh = quantize_multiplier(product / so)
-    lo, hi = activation_range_quantized(activation_code(ctx, 2), so, zo, ctx.output_type(0))
+    act, out_type = activation_code(ctx, 2), ctx.output_type(0)
     out_dtype = dtype_of(ctx)
 
     def recipe(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        product = float(np.float32(s1) * np.float32(s2))  # float * float in the C++
+        m, sh = quantize_multiplier(product / so)
+        lo, hi = activation_range_quantized(act, so, zo, out_type)
         raw = multiply_by_quantized_multiplier((a - z1) * (b - z2), m, sh) + zo
         return np.clip(raw, lo, hi).astype(out_dtype)
 
-    return ("mul", s1, z1, s2, z2, so, zo, lo, hi), recipe
+    return ("mul", s1, z1, s2, z2, so, zo, act, out_type), recipe
 
 
 def _binary_quantized(ctx: OperationContext, key, recipe) -> np.ndarray:
@@ -590,20 +645,22 @@ def _prelu_recipe(ctx: OperationContext):
     ones multiplied by the centered alpha and rescaled by in*alpha/out scale."""
     (s1, z1), (s2, z2) = quant_params(ctx, 0), quant_params(ctx, 1)
     so, zo = quant_params(ctx, 0, output=True)
-    # real_multiplier_pos is float / float in the C++; the negative one float product / float.
-    m_pos, sh_pos = quantize_multiplier(float(np.float32(s1) / np.float32(so)))
-    m_neg, sh_neg = quantize_multiplier(float(np.float32(s1) * np.float32(s2)) / so)
-    lo, hi = quant_range(ctx.output_type(0))
+    out_type = ctx.output_type(0)
     out_dtype = dtype_of(ctx)
 
     def recipe(x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        # real_multiplier_pos is float / float in the C++; the negative one float product
+        # / float.
+        m_pos, sh_pos = quantize_multiplier(float(np.float32(s1) / np.float32(so)))
+        m_neg, sh_neg = quantize_multiplier(float(np.float32(s1) * np.float32(s2)) / so)
+        lo, hi = quant_range(out_type)
         centered = x - z1
         pos = multiply_by_quantized_multiplier(centered, m_pos, sh_pos)
         neg = multiply_by_quantized_multiplier(centered * (alpha - z2), m_neg, sh_neg)
         raw = np.where(centered >= 0, pos, neg) + zo
         return np.clip(raw, lo, hi).astype(out_dtype)
 
-    return ("prelu", s1, z1, s2, z2, so, zo), recipe
+    return ("prelu", s1, z1, s2, z2, so, zo, out_type), recipe
 
 
 def _execute_prelu(ctx: OperationContext) -> list[np.ndarray]:

@@ -65,60 +65,184 @@ def _round_half_away(x: float) -> int:
 
 # ---------------------------------------------------------------------------------------
 # Fixed-point primitives (gemmlowp)
+#
+# Branch-free forms of gemmlowp's definitions. The identities they rest on (checked
+# against a scalar transcription of the C++ in tests/operations/test_quant_primitives.py):
+#
+# * SaturatingRoundingDoublingHighMul: ``(ab + nudge) / 2**31`` with C++ truncation and
+#   ``nudge = ab >= 0 ? 2**30 : 1 - 2**30`` equals ``floor((ab + 2**30) / 2**31)`` for every
+#   integer ab: for ab < 0, trunc((ab + 1 - 2**30) / 2**31) = -floor((2**30 - 1 - ab) /
+#   2**31) = floor((ab + 2**30) / 2**31). So it is one add and one arithmetic shift.
+# * RoundingDivideByPOT(x, e), e >= 1: ``(x + 2**(e-1) - (x < 0)) >> e`` (halves away from
+#   zero); e == 0 is the identity.
+# * Both at once (MultiplyByQuantizedMultiplier with a right shift r >= 1): nested floors
+#   fold into one, ``(ab + 2**30 + 2**(30+r) - (ab < 0) * 2**31) >> (31 + r)``. The sign
+#   test may use ab instead of the high half h because the two differ only where h == 0,
+#   and there both roundings give 0.
 # ---------------------------------------------------------------------------------------
 
 
+def _int64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.int64)
+
+
+def _int32_wrapped(x) -> np.ndarray:
+    """``x`` as int32 with two's-complement wrap (the C++ int32 arithmetic)."""
+    x = np.asarray(x)
+    if x.dtype == np.int32:
+        return x
+    return np.asarray(x, dtype=np.int64).astype(np.int32)
+
+
+def _may_equal(v: np.ndarray, value: int) -> bool:
+    """Whether ``v`` holds ``value`` (exact for scalars; a pass over arrays)."""
+    return bool(np.any(v == value))
+
+
 def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
-    """gemmlowp ``SaturatingRoundingDoublingHighMul`` on int32 values (held as int64)."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    ab = a * b
-    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    t = ab + nudge
-    # C++ integer division truncates toward zero.
-    high = np.where(t >= 0, t >> 31, -((-t) >> 31))
-    overflow = (a == b) & (a == INT32_MIN)
-    return np.where(overflow, INT32_MAX, high)
+    """gemmlowp ``SaturatingRoundingDoublingHighMul`` on int32 values (held as int64):
+    ``(a*b + nudge) / 2**31`` truncated, INT32_MAX for INT32_MIN * INT32_MIN."""
+    a = _int64(a)
+    b = _int64(b)
+    ab = np.asarray(a * b)
+    # The one overflow, a == b == INT32_MIN, is the only int32 pair whose product is 2**62
+    # (a scalar operand other than INT32_MIN rules it out).
+    overflow = None
+    if not (a.ndim == 0 and a != INT32_MIN) and not (b.ndim == 0 and b != INT32_MIN):
+        overflow = ab == (1 << 62)
+        if not overflow.any():
+            overflow = None
+    ab += 1 << 30  # in place: a second large temporary would cost page faults
+    ab >>= 31
+    if overflow is not None:
+        ab = np.where(overflow & (a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, ab)
+    return ab
 
 
 def rounding_divide_by_pot(x, exponent) -> np.ndarray:
-    """gemmlowp ``RoundingDivideByPOT``: x / 2**exponent rounded half away from zero."""
-    x = np.asarray(x, dtype=np.int64)
-    exponent = np.asarray(exponent, dtype=np.int64)
+    """gemmlowp ``RoundingDivideByPOT``: x / 2**exponent rounded half away from zero
+    (0 <= exponent <= 62; scalar or broadcastable array)."""
+    x = _int64(x)
+    exponent = _int64(exponent)
+    if exponent.ndim == 0:
+        e = int(exponent)
+        if e == 0:
+            return x.copy()
+        if 1 <= e <= 62:
+            t = np.asarray((x >> 63) + x)  # x - 1 for negative x
+            t += 1 << (e - 1)
+            t >>= e
+            return t
+    elif bool(np.all((exponent >= 0) & (exponent <= 62))):
+        # Per-element exponents: the +1 (for x >= 0) only where e >= 1, i.e. mask odd.
+        mask = (np.int64(1) << exponent) - 1
+        t = np.asarray(((x >> 63) + 1) & mask)
+        t += mask >> 1
+        t += x
+        t >>= exponent
+        return t
+    # Out-of-range exponents: gemmlowp's formula as written (numpy's shift semantics).
     mask = (np.int64(1) << exponent) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
+    return (x >> exponent) + ((x & mask) > (mask >> 1) + (x < 0))
+
+
+def _multiply_fused(x32: np.ndarray, m: np.ndarray, right: np.ndarray, offset: int = 0):
+    """``RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x32, m), right) + offset``
+    as int64, in one multiply, three adds and two shifts (see the identities above).
+    Requires int32 ``x32``, no INT32_MIN in ``m``, 0 <= right <= 31 and
+    ``|offset| << (31 + right) <= 2**60`` (so that nothing overflows int64)."""
+    ab = np.asarray(np.multiply(x32, m, dtype=np.int64))
+    shape = np.broadcast_shapes(ab.shape, right.shape)
+    if ab.shape != shape:
+        ab = np.broadcast_to(ab, shape).copy()
+    if right.ndim == 0:
+        r = int(right)
+        if r == 0:
+            ab += (1 << 30) + (offset << 31)
+            ab >>= 31
+            return ab
+        sign = ab >> 63
+        sign <<= 31  # -2**31 where ab < 0
+        ab += sign
+        ab += (1 << 30) + (1 << (30 + r)) + (offset << (31 + r))
+        ab >>= 31 + r
+        return ab
+    has_right = right >= 1
+    constant = (1 << 30) + np.where(has_right, np.int64(1) << (30 + right), 0)
+    constant += np.int64(offset) << (31 + right)
+    sign = ab >> 63
+    sign &= np.where(has_right, -(1 << 31), 0)
+    ab += sign
+    ab += constant
+    ab >>= 31 + right
+    return ab
+
+
+def _left_wrapped(x, left: np.ndarray) -> np.ndarray:
+    """``x * (1 << left)`` wrapped to int32, as the C++ int32 product."""
+    if left.ndim == 0 and int(left) == 0:
+        return _int32_wrapped(x)
+    return (_int64(x) << left).astype(np.int32)
 
 
 def multiply_by_quantized_multiplier(x, quantized_multiplier, shift) -> np.ndarray:
-    """tflite ``MultiplyByQuantizedMultiplier`` (shift > 0 is a left shift).
-    ``quantized_multiplier``/``shift`` may be arrays (per-channel)."""
-    shift = np.asarray(shift, dtype=np.int64)
+    """tflite ``MultiplyByQuantizedMultiplier`` (shift > 0 is a left shift), as int64.
+    ``quantized_multiplier``/``shift`` may be arrays (per-channel), broadcast against x."""
+    m = _int64(quantized_multiplier)
+    shift = _int64(shift)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
-    x = np.asarray(x, dtype=np.int64) * (np.int64(1) << left)
-    x = _wrap_int32(x)
-    return rounding_divide_by_pot(
-        saturating_rounding_doubling_high_mul(x, quantized_multiplier), right
-    )
+    x32 = _left_wrapped(x, left)
+    if _may_equal(m, INT32_MIN) or _may_equal(right > 31, True):
+        return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x32, m), right)
+    return _multiply_fused(x32, m, right)
+
+
+def requantize_int32(
+    acc, quantized_multiplier, shift, zero_point: int, lo: int, hi: int, dtype
+) -> np.ndarray:
+    """The quantized kernels' output stage for int32 accumulators ``acc``:
+    ``clamp(MultiplyByQuantizedMultiplier(acc, m, shift) + zero_point, lo, hi)`` as
+    ``dtype``. Per-channel ``m``/``shift`` broadcast against acc's last axis."""
+    m = _int64(quantized_multiplier)
+    shift = _int64(shift)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    x32 = _left_wrapped(acc, left)
+    zero_point = int(zero_point)
+    if _may_equal(m, INT32_MIN) or _may_equal(right > 31, True):
+        out = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x32, m), right)
+        out = np.asarray(out + zero_point)
+    elif abs(zero_point) << (31 + int(np.max(right))) <= 1 << 60:
+        out = _multiply_fused(x32, m, right, zero_point)  # zero point folded into the shift
+    else:
+        out = _multiply_fused(x32, m, right)
+        out += zero_point
+    np.clip(out, lo, hi, out=out)
+    return out.astype(dtype)
 
 
 def multiply_by_quantized_multiplier_smaller_than_one(x, quantized_multiplier, right_shift):
     """Legacy ``MultiplyByQuantizedMultiplierSmallerThanOneExp`` with a right shift."""
-    return rounding_divide_by_pot(
-        saturating_rounding_doubling_high_mul(x, quantized_multiplier), right_shift
+    x = np.asarray(x)
+    m = _int64(quantized_multiplier)
+    right = _int64(right_shift)
+    in_range = x.dtype == np.int32 or (
+        x.size > 0 and int(x.min()) >= INT32_MIN and int(x.max()) <= INT32_MAX
     )
+    if in_range and not _may_equal(m, INT32_MIN) and bool(np.all((right >= 0) & (right <= 31))):
+        return _multiply_fused(x.astype(np.int32, copy=False), m, right)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, m), right)
 
 
 def multiply_by_quantized_multiplier_greater_than_one(x, quantized_multiplier, left_shift):
-    x = _wrap_int32(np.asarray(x, dtype=np.int64) * (np.int64(1) << np.int64(left_shift)))
+    x = _left_wrapped(x, _int64(left_shift))
     return saturating_rounding_doubling_high_mul(x, quantized_multiplier)
 
 
-def _wrap_int32(x: np.ndarray) -> np.ndarray:
-    """Two's-complement wrap to int32, as the C++ int32 arithmetic does."""
-    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
+def _wrap_int32(x) -> np.ndarray:
+    """Two's-complement wrap to int32 (as int64), as the C++ int32 arithmetic does."""
+    return np.asarray(x, dtype=np.int64).astype(np.int32).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------
@@ -221,8 +345,17 @@ def saturating_rounding_multiply_by_pot(x, exponent: int) -> np.ndarray:
         return x
     if exponent < 0:
         return rounding_divide_by_pot(x, -exponent)
-    threshold = (1 << (31 - exponent)) - 1
-    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
+    if exponent > 31:
+        threshold = (1 << (31 - exponent)) - 1
+        return np.where(
+            x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent)
+        )
+    # Clamping to +-2**(31-e) first saturates exactly: those shift to +-2**31, and the
+    # one out-of-range result, +2**31, becomes INT32_MAX.
+    limit = 1 << (31 - exponent)
+    y = np.clip(x, -limit, limit)
+    y <<= exponent
+    return np.minimum(y, INT32_MAX, out=y)
 
 
 def fixed_rescale(x, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
@@ -231,10 +364,13 @@ def fixed_rescale(x, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray
 
 
 def rounding_half_sum(a, b) -> np.ndarray:
-    """gemmlowp ``RoundingHalfSum`` for int32: (a + b + sign) / 2, truncated."""
-    s = np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64)
-    t = s + np.where(s >= 0, 1, -1)
-    return np.where(t >= 0, t // 2, -((-t) // 2))
+    """gemmlowp ``RoundingHalfSum`` for int32: (a + b + sign) / 2, truncated, which is
+    ``(s + 1) >> 1`` for s = a + b >= 0 and ``s >> 1`` for s < 0."""
+    s = np.asarray(np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64))
+    t = np.asarray((s >> 63) + s)
+    t += 1
+    t >>= 1
+    return t
 
 
 def _exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:

@@ -256,6 +256,76 @@ REDUCE_ALL = _reduce_declaration(
 
 
 # ---------------------------------------------------------------------------------------
+# Column layout for short reduced axes
+#
+# numpy's argmax/partition/sort along an axis pay a fixed cost per row (tens of ns), which
+# dominates when the reduced axis is short (a 1x64x64x32 tensor has 4096 rows of 32). So
+# ARGMAX/ARGMIN/TOPK_V2 work on the reduced axis as the *middle* axis of an (A, n, B)
+# view, where every step is one vectorized operation across all rows; a last axis is
+# first transposed (in cache-sized blocks) to put it there.
+# ---------------------------------------------------------------------------------------
+
+_SHORT_AXIS = 256
+"""Reduced-axis length up to which the column layout is used for a last axis (longer
+rows amortize numpy's per-row cost, and the byte-sized index tricks below need n <= 256)."""
+
+_TRANSPOSE_BLOCK = 256  # rows per block: a block of short rows stays in L1
+
+
+def _transposed(rows: np.ndarray) -> np.ndarray:
+    """``rows.T`` as a C-contiguous array, copied block by block (faster than numpy's
+    whole-array strided copy, which misses the cache on every read)."""
+    out = np.empty(rows.shape[::-1], dtype=rows.dtype)
+    for r in range(0, rows.shape[0], _TRANSPOSE_BLOCK):
+        out[:, r : r + _TRANSPOSE_BLOCK] = rows[r : r + _TRANSPOSE_BLOCK].T
+    return out
+
+
+def _as_columns(x: np.ndarray, axis: int) -> np.ndarray | None:
+    """``x`` as an (A, n, B) array with the reduced axis in the middle, or None when the
+    axis is last and too long for the column layout to pay."""
+    n = x.shape[axis]
+    a = math.prod(x.shape[:axis])
+    b = math.prod(x.shape[axis + 1 :])
+    if b > 1:
+        return x.reshape(a, n, b)
+    if n > _SHORT_AXIS:
+        return None
+    return _transposed(x.reshape(a, n)).reshape(1, n, a)
+
+
+def _ordered_bytes_key(v: np.ndarray) -> np.ndarray:
+    """uint16 keys whose high byte orders like the quant8 values of ``v`` (int8 shifted by
+    128) and whose low byte is free for an index."""
+    key = np.left_shift(v.view(np.uint8), 8, dtype=np.uint16)
+    if v.dtype == np.int8:
+        key ^= np.uint16(0x8000)
+    return key
+
+
+def _first_extreme_columns(v: np.ndarray, is_min: bool) -> np.ndarray:
+    """Index (along axis 1 of the (A, n, B) array ``v``, NaN-free) of the first maximum
+    (minimum): the first index among the elements equal to the extreme, as a strict
+    sequential comparison keeps it."""
+    n = v.shape[1]
+    if v.dtype.itemsize == 1 and v.dtype.kind in "iu" and n <= 256:
+        # One reduction over (value, index) keys: ties resolve to the first index.
+        key = _ordered_bytes_key(v)
+        j = np.arange(n, dtype=np.uint16)[:, None]
+        if is_min:
+            key |= j
+            return key.min(axis=1) & 0xFF
+        key |= 255 - j
+        return 255 - (key.max(axis=1) & 0xFF)
+    extreme = v.min(axis=1, keepdims=True) if is_min else v.max(axis=1, keepdims=True)
+    # Weight each match by (n - 1 - index): the largest weight is the first match.
+    weight_type = np.uint8 if n <= 256 else np.uint32
+    reverse = np.arange(n - 1, -1, -1, dtype=weight_type)[:, None]
+    weights = np.multiply(v == extreme, reverse, dtype=weight_type)
+    return (n - 1) - weights.max(axis=1).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------
 # ARGMAX, ARGMIN
 # ---------------------------------------------------------------------------------------
 
@@ -286,14 +356,20 @@ def _arg_execute(is_min: bool):
                 ctx,
                 f"input 0: cannot take ARG{'MIN' if is_min else 'MAX'} over an empty axis {axis}",
             )
-        pick = np.argmin if is_min else np.argmax
-        if x.dtype.kind == "f" and np.isnan(x).any():
-            nan = np.isnan(x)
-            idx = pick(np.where(nan, np.inf if is_min else -np.inf, x), axis=axis)
-            idx = np.where(np.take(nan, 0, axis=axis), 0, idx)
+        if x.size == 0:
+            return [np.zeros(ctx.output_shape(0), dtype=np.int32)]
+        nan = np.isnan(x) if x.dtype.kind == "f" and np.isnan(x.max()) else None
+        if nan is not None:
+            x = np.where(nan, np.inf if is_min else -np.inf, x)
+        columns = _as_columns(x, axis)
+        if columns is None:
+            idx = (np.argmin if is_min else np.argmax)(x, axis=axis)
         else:
-            idx = pick(x, axis=axis)
-        return [np.asarray(idx, dtype=np.int32).reshape(ctx.output_shape(0))]
+            idx = _first_extreme_columns(columns, is_min)
+        idx = np.asarray(idx).reshape(ctx.output_shape(0))
+        if nan is not None:
+            idx = np.where(np.take(nan, 0, axis=axis).reshape(idx.shape), 0, idx)
+        return [idx.astype(np.int32)]
 
     return execute
 
@@ -354,6 +430,60 @@ def _order_key(rows: np.ndarray) -> np.ndarray:
     return (bits ^ ((bits >> 31) & np.int32(0x7FFFFFFF))).astype(np.int64)
 
 
+def _column_order_key(rows: np.ndarray) -> np.ndarray:
+    """:func:`_order_key` of ``rows.T`` (C-contiguous), transposing the narrower values
+    and transforming them in place (large temporaries cost page faults)."""
+    if rows.dtype.kind != "f":
+        return _transposed(rows).astype(np.int64)
+    f = _transposed(rows.astype(np.float32, copy=False))
+    f += np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    bits = f.view(np.int32)
+    # Negative floats order by decreasing magnitude bits: flip those (bits >> 31 is -1
+    # for them, 0 otherwise).
+    flip = bits >> 31
+    flip &= np.int32(0x7FFFFFFF)
+    bits ^= flip
+    return bits.astype(np.int64)
+
+
+_TOPK_ROUNDS = 8
+"""Largest k found by k selection rounds in the column layout (each round one vectorized
+pass); larger k partition and sort each row."""
+
+
+def _topk_columns(rows: np.ndarray, k: int) -> np.ndarray:
+    """Indices (R, k) of the k largest (value, index) keys of each row, largest first,
+    for rows of at most 256: k rounds of one max over the transposed keys, each taking
+    the previous round's key out. Keys are unique per row (the index is part of them), so
+    every round removes exactly the element it selected."""
+    r, n = rows.shape
+    chosen = np.empty((k, r), dtype=np.int64)
+    if rows.dtype.itemsize == 1 and rows.dtype.kind in "iu":
+        key = _ordered_bytes_key(_transposed(rows))  # value << 8 | index, uint16
+        key |= np.arange(n, dtype=np.uint16)[:, None]
+        previous = key.max(axis=0)
+        chosen[0] = previous
+        gap = np.empty_like(key)
+        for i in range(1, k):
+            # The largest key below the previous one: (previous - 1 - key) wraps around for
+            # keys >= previous, so its minimum is at that key.
+            np.subtract(previous - np.uint16(1), key, out=gap)
+            previous = previous - np.uint16(1) - gap.min(axis=0)
+            chosen[i] = previous
+        return (chosen & 0xFF).T
+    bits = max(1, (n - 1).bit_length())
+    key = _column_order_key(rows)
+    key <<= bits
+    key |= np.arange(n, dtype=np.int64)[:, None]
+    columns = np.arange(r, dtype=np.int64)
+    mask = (1 << bits) - 1
+    for i in range(k):
+        chosen[i] = key.max(axis=0)
+        if i + 1 < k:  # remove it: the flat position of (index, column) is index * r + column
+            np.put(key, (chosen[i] & mask) * r + columns, np.iinfo(np.int64).min)
+    return (chosen & mask).T
+
+
 def _execute_topk(ctx: OperationContext) -> list[np.ndarray]:
     """Android sorts (value, index) pairs ascending and reverses them: the k largest
     values, largest first, ties broken by the *larger* index first."""
@@ -361,6 +491,12 @@ def _execute_topk(ctx: OperationContext) -> list[np.ndarray]:
     k = ctx.scalar(1)
     n = x.shape[-1]
     rows = x.reshape(-1, n)
+    shape = (*x.shape[:-1], k)
+    if k <= _TOPK_ROUNDS and n <= _SHORT_AXIS and rows.size > 0:
+        index = _topk_columns(rows, k)
+        flat = index + np.arange(0, rows.size, n, dtype=np.int64)[:, None]
+        values = np.take(rows.reshape(-1), flat)
+        return [values.reshape(shape), index.astype(np.int32).reshape(shape)]
     bits = max(1, (n - 1).bit_length())
     # One unique key per element: (value, index) in lexicographic order.
     keys = _order_key(rows)
@@ -371,7 +507,6 @@ def _execute_topk(ctx: OperationContext) -> list[np.ndarray]:
     top = np.sort(keys, axis=1)[:, ::-1]
     index = top & ((1 << bits) - 1)
     values = np.take_along_axis(rows, index, axis=1)
-    shape = (*x.shape[:-1], k)
     return [values.reshape(shape), index.astype(np.int32).reshape(shape)]
 
 

@@ -37,6 +37,7 @@ from driver.operations.base import (
     dtype_of,
 )
 from driver.operations.base import T as _T
+from driver.operations.elementwise import lookup_unary
 from driver.operations.quant import round_half_away
 
 V = HalVersion
@@ -381,16 +382,20 @@ def requantize_like_concat(
     """tflite ``ConcatenationWithScaling`` for one QUANT8_ASYMM input: a copy when the
     quantization matches, else ``round(q * s + b) + zo`` in float32 with
     ``s = scale_in * (1 / scale_out)``, ``b = -zero_in * s`` and ``std::round``, clamped
-    to [0, 255]. Applied through a 256-entry table (the map depends on q alone)."""
+    to [0, 255]. Applied through a cached 256-entry table (the map depends on q alone)."""
     if np.float32(in_scale) == np.float32(out_scale) and in_zero == out_zero:
         return x
     scale = np.float32(in_scale) * (np.float32(1.0) / np.float32(out_scale))
     bias = np.float32(-in_zero) * scale
-    real = np.arange(256, dtype=np.float32) * scale + bias
-    # float64 for the rounding itself: |v| + 0.5 is exact there for any float32 v.
-    q = round_half_away(real.astype(np.float64)) + out_zero
-    table = np.clip(q, 0, 255).astype(np.uint8)
-    return np.take(table, x)
+
+    def recipe(q: np.ndarray) -> np.ndarray:
+        real = q.astype(np.float32) * scale + bias
+        # float64 for the rounding itself: |v| + 0.5 is exact there for any float32 v.
+        rounded = round_half_away(real.astype(np.float64)) + out_zero
+        return np.clip(rounded, 0, 255).astype(np.uint8)
+
+    key = ("concatenation", float(scale), float(bias), out_zero)
+    return lookup_unary(key, recipe, x, Q8)
 
 
 def _execute_concatenation(ctx: OperationContext) -> list[np.ndarray]:

@@ -1,0 +1,331 @@
+"""The vectorized fixed-point primitives of ``driver/operations/quant.py`` against a
+scalar transcription of gemmlowp's / tflite's definitions.
+
+The kernels use branch-free identities (one add and one shift for the rounding doubling
+high multiply, the two roundings of ``MultiplyByQuantizedMultiplier`` folded into one
+shift, the output zero point folded in too). The references below are the C++ as
+written, on Python integers: ``nudge``, truncating division, mask/remainder/threshold,
+int32 wrap. Inputs: every pair from a grid of edge values (the int32 limits, +-2**30,
+exact rounding ties) plus seeded random values of every magnitude.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from driver.operations import quant
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+# --- scalar references (the C++ as written) ----------------------------------------------
+
+
+def c_div(a: int, b: int) -> int:
+    """C++ integer division: truncation toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def wrap32(v: int) -> int:
+    return (v + 2**31) % 2**32 - 2**31
+
+
+def ref_srdhm(a: int, b: int) -> int:
+    """gemmlowp SaturatingRoundingDoublingHighMul(int32, int32)."""
+    if a == b == INT32_MIN:
+        return INT32_MAX
+    ab = a * b
+    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+    return c_div(ab + nudge, 1 << 31)
+
+
+def ref_rdbpot(x: int, exponent: int) -> int:
+    """gemmlowp RoundingDivideByPOT (Python's & and >> are two's complement on ints)."""
+    mask = (1 << exponent) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (1 if x < 0 else 0)
+    return (x >> exponent) + (1 if remainder > threshold else 0)
+
+
+def ref_mbqm(x: int, multiplier: int, shift: int) -> int:
+    """tflite MultiplyByQuantizedMultiplier: int32 ``x * (1 << left)`` (wrapping), then
+    the high multiply, then the rounding right shift."""
+    left, right = max(shift, 0), max(-shift, 0)
+    return ref_rdbpot(ref_srdhm(wrap32(x * (1 << left)), multiplier), right)
+
+
+def ref_sat_mul_pot(x: int, exponent: int) -> int:
+    """gemmlowp SaturatingRoundingMultiplyByPOT<exponent>."""
+    if exponent == 0:
+        return x
+    if exponent < 0:
+        return ref_rdbpot(x, -exponent)
+    threshold = (1 << (31 - exponent)) - 1
+    if x > threshold:
+        return INT32_MAX
+    if x < -threshold:
+        return INT32_MIN
+    return x << exponent
+
+
+def ref_half_sum(a: int, b: int) -> int:
+    """gemmlowp RoundingHalfSum for int32: (a + b + sign) / 2 in int64, truncated."""
+    s = a + b
+    return c_div(s + (1 if s >= 0 else -1), 2)
+
+
+# --- inputs ----------------------------------------------------------------------------
+
+EDGES = sorted(
+    {
+        INT32_MIN,
+        INT32_MIN + 1,
+        -(2**30) - 1,
+        -(2**30),
+        -(2**30) + 1,
+        -(2**29),
+        -12345,
+        -3,
+        -2,
+        -1,
+        0,
+        1,
+        2,
+        3,
+        255,
+        12345,
+        2**29,
+        2**30 - 1,
+        2**30,
+        2**30 + 1,
+        INT32_MAX - 1,
+        INT32_MAX,
+        # odd values: times 2**30 they are exact rounding ties of the high multiply
+        -5,
+        (1 << 20) + 1,
+        -((1 << 20) + 1),
+        1518500250,
+        -1010580540,
+        1073741825,
+    }
+)
+
+RNG_SEED = 20240611
+
+
+def random_int32(rng: np.random.Generator, n: int) -> np.ndarray:
+    """int32 values of every magnitude: full range, small, powers of two and their
+    neighbours, so that both rounding branches and the ties occur."""
+    full = rng.integers(INT32_MIN, INT32_MAX + 1, n, dtype=np.int64)
+    small = rng.integers(-70000, 70000, n)
+    powers = (np.int64(1) << rng.integers(0, 31, n)) * rng.choice([-1, 1], n) + rng.integers(
+        -1, 2, n
+    )
+    pick = rng.integers(0, 3, n)
+    out = np.where(pick == 0, full, np.where(pick == 1, small, powers))
+    return np.clip(out, INT32_MIN, INT32_MAX)
+
+
+def q31_multipliers(rng: np.random.Generator, n: int) -> list[int]:
+    """Multipliers as QuantizeMultiplier makes them, plus the edge ones."""
+    reals = np.exp(rng.uniform(np.log(1e-9), np.log(4.0), n))
+    made = [quant.quantize_multiplier(float(r))[0] for r in reals]
+    return [*made, 0, 1 << 30, INT32_MAX, INT32_MIN, -(1 << 30), -INT32_MAX, 1]
+
+
+def check(actual, expected, what: str) -> None:
+    actual = np.asarray(actual)
+    expected = np.asarray(expected, dtype=np.int64)
+    assert actual.shape == expected.shape, what
+    bad = np.flatnonzero(actual.ravel() != expected.ravel())
+    assert bad.size == 0, (
+        f"{what}: first mismatches at {bad[:5]}: {actual.ravel()[bad[:5]]} vs {expected.ravel()[bad[:5]]}"
+    )
+
+
+# --- SaturatingRoundingDoublingHighMul ----------------------------------------------------
+
+
+def test_srdhm_every_pair_of_edge_values():
+    a, b = np.meshgrid(np.array(EDGES, dtype=np.int64), np.array(EDGES, dtype=np.int64))
+    expected = [ref_srdhm(int(x), int(y)) for x, y in zip(a.ravel(), b.ravel())]
+    check(quant.saturating_rounding_doubling_high_mul(a, b).ravel(), expected, "srdhm edges")
+
+
+def test_srdhm_random_pairs_and_scalar_operands():
+    rng = np.random.default_rng(RNG_SEED)
+    a, b = random_int32(rng, 20000), random_int32(rng, 20000)
+    expected = [ref_srdhm(int(x), int(y)) for x, y in zip(a, b)]
+    check(quant.saturating_rounding_doubling_high_mul(a, b), expected, "srdhm random")
+    for s in (INT32_MIN, INT32_MAX, 1 << 30, -1010580540, 0):
+        check(
+            quant.saturating_rounding_doubling_high_mul(a, s),
+            [ref_srdhm(int(x), s) for x in a],
+            f"srdhm(a, {s})",
+        )
+        check(
+            quant.saturating_rounding_doubling_high_mul(s, a),
+            [ref_srdhm(s, int(x)) for x in a],
+            f"srdhm({s}, a)",
+        )
+    assert int(quant.saturating_rounding_doubling_high_mul(INT32_MIN, INT32_MIN)) == INT32_MAX
+
+
+def test_srdhm_exact_ties_round_as_gemmlowp():
+    # a * b = k * 2**31 + 2**30: exactly half way. Positive halves round up, negative
+    # halves toward zero (nudge 1 - 2**30 and truncation).
+    a = np.array([1, -1, 3, -3, 5, -5, 2**20 + 1], dtype=np.int64)
+    b = np.full_like(a, 1 << 30)
+    expected = [ref_srdhm(int(x), 1 << 30) for x in a]
+    assert expected[:2] == [1, 0]
+    check(quant.saturating_rounding_doubling_high_mul(a, b), expected, "ties")
+
+
+# --- RoundingDivideByPOT -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exponent", range(0, 32))
+def test_rounding_divide_by_pot(exponent):
+    rng = np.random.default_rng(RNG_SEED + exponent)
+    x = np.concatenate([np.array(EDGES, dtype=np.int64), random_int32(rng, 3000)])
+    if exponent:
+        half = 1 << (exponent - 1)
+        ties = np.array([half, -half, 3 * half, -3 * half, 5 * half, -5 * half])
+        x = np.concatenate([x, np.clip(ties, INT32_MIN, INT32_MAX)])
+    check(
+        quant.rounding_divide_by_pot(x, exponent),
+        [ref_rdbpot(int(v), exponent) for v in x],
+        f"rdbpot {exponent}",
+    )
+
+
+def test_rounding_divide_by_pot_per_element_exponents_and_wide_values():
+    rng = np.random.default_rng(RNG_SEED)
+    x = random_int32(rng, 5000)
+    e = rng.integers(0, 32, 5000)
+    check(
+        quant.rounding_divide_by_pot(x, e),
+        [ref_rdbpot(int(v), int(k)) for v, k in zip(x, e)],
+        "rdbpot per element",
+    )
+    # Callers also divide int64 products (LSTM: int16 x int16 >> 30 + shift).
+    wide = rng.integers(-(2**45), 2**45, 5000)
+    for exponent in (0, 15, 30, 40):
+        check(
+            quant.rounding_divide_by_pot(wide, exponent),
+            [ref_rdbpot(int(v), exponent) for v in wide],
+            f"rdbpot wide {exponent}",
+        )
+
+
+# --- MultiplyByQuantizedMultiplier and its output stage -----------------------------------
+
+
+def test_multiply_by_quantized_multiplier_scalar_parameters():
+    rng = np.random.default_rng(RNG_SEED)
+    x = np.concatenate([np.array(EDGES, dtype=np.int64), random_int32(rng, 600)])
+    for m in q31_multipliers(rng, 6):
+        for shift in (-31, -24, -17, -9, -6, -2, -1, 0, 1, 3, 10, 20):
+            check(
+                quant.multiply_by_quantized_multiplier(x, m, shift),
+                [ref_mbqm(int(v), m, shift) for v in x],
+                f"mbqm m={m} shift={shift}",
+            )
+    # int32 input (the accumulator dtype) takes the same path without conversion.
+    check(
+        quant.multiply_by_quantized_multiplier(x.astype(np.int32), 1 << 30, -3),
+        [ref_mbqm(int(v), 1 << 30, -3) for v in x],
+        "mbqm int32 input",
+    )
+
+
+def test_multiply_by_quantized_multiplier_per_channel():
+    rng = np.random.default_rng(RNG_SEED + 1)
+    channels = 24
+    x = random_int32(rng, 250 * channels).reshape(250, channels)
+    mult = np.array(q31_multipliers(rng, channels)[:channels], dtype=np.int64)
+    shift = rng.integers(-31, 4, channels)
+    shift[:3] = (0, -1, 2)
+    expected = [
+        [ref_mbqm(int(v), int(m), int(s)) for v, m, s in zip(row, mult, shift)] for row in x
+    ]
+    check(quant.multiply_by_quantized_multiplier(x, mult, shift), expected, "per channel")
+    mult[5] = INT32_MIN  # the saturating pair must still be handled
+    expected = [
+        [ref_mbqm(int(v), int(m), int(s)) for v, m, s in zip(row, mult, shift)] for row in x
+    ]
+    check(quant.multiply_by_quantized_multiplier(x, mult, shift), expected, "INT32_MIN")
+
+
+@pytest.mark.parametrize("out_dtype, lo, hi", [(np.uint8, 0, 255), (np.int8, -128, 127)])
+def test_requantize_int32_is_clamped_multiply_plus_zero_point(out_dtype, lo, hi):
+    rng = np.random.default_rng(RNG_SEED + 2)
+    acc = random_int32(rng, 3000).astype(np.int32)
+    acc[: len(EDGES)] = EDGES
+    for m in q31_multipliers(rng, 3):
+        # Right shifts up to 31 and zero points up to 1000 cross the bound where the
+        # zero point can be folded into the shift.
+        for shift in (-31, -28, -20, -7, -1, 0, 2):
+            for zp in (0, 120, -128, 255, 1000):
+                expected = [min(max(ref_mbqm(int(v), m, shift) + zp, lo), hi) for v in acc]
+                out = quant.requantize_int32(acc, m, shift, zp, lo, hi, out_dtype)
+                assert out.dtype == out_dtype
+                check(out, expected, f"requantize m={m} shift={shift} zp={zp}")
+    mult = np.array([1 << 30, 1518500250, 1073741825], dtype=np.int64)
+    shift = np.array([-5, 0, 1])
+    acc3 = acc[: 3 * 900].reshape(900, 3)
+    expected = [
+        [min(max(ref_mbqm(int(v), int(m), int(s)) + 7, lo), hi) for v, m, s in zip(r, mult, shift)]
+        for r in acc3
+    ]
+    check(quant.requantize_int32(acc3, mult, shift, 7, lo, hi, out_dtype), expected, "per ch")
+
+
+def test_legacy_multiplier_forms():
+    rng = np.random.default_rng(RNG_SEED + 3)
+    x = np.concatenate([np.array(EDGES, dtype=np.int64), random_int32(rng, 1500)])
+    for m in q31_multipliers(rng, 3):
+        for right in (0, 1, 7, 31):
+            check(
+                quant.multiply_by_quantized_multiplier_smaller_than_one(x, m, right),
+                [ref_rdbpot(ref_srdhm(int(v), m), right) for v in x],
+                f"smaller than one m={m} right={right}",
+            )
+        for left in (0, 1, 5, 12):
+            check(
+                quant.multiply_by_quantized_multiplier_greater_than_one(x, m, left),
+                [ref_srdhm(wrap32(int(v) << left), m) for v in x],
+                f"greater than one m={m} left={left}",
+            )
+
+
+# --- helpers of the transcendental functions ----------------------------------------------
+
+
+@pytest.mark.parametrize("exponent", [-31, -5, -1, 0, 1, 2, 7, 20, 30, 31])
+def test_saturating_rounding_multiply_by_pot(exponent):
+    rng = np.random.default_rng(RNG_SEED + 4)
+    x = np.concatenate([np.array(EDGES, dtype=np.int64), random_int32(rng, 2000)])
+    check(
+        quant.saturating_rounding_multiply_by_pot(x, exponent),
+        [ref_sat_mul_pot(int(v), exponent) for v in x],
+        f"sat mul pot {exponent}",
+    )
+
+
+def test_rounding_half_sum():
+    rng = np.random.default_rng(RNG_SEED + 5)
+    a = np.concatenate([np.array(EDGES, dtype=np.int64), random_int32(rng, 3000)])
+    b = np.concatenate([np.array(EDGES[::-1], dtype=np.int64), random_int32(rng, 3000)])
+    check(
+        quant.rounding_half_sum(a, b),
+        [ref_half_sum(int(x), int(y)) for x, y in zip(a, b)],
+        "rounding half sum",
+    )
+    check(
+        quant.rounding_half_sum(a, INT32_MAX),
+        [ref_half_sum(int(x), INT32_MAX) for x in a],
+        "rounding half sum with INT32_MAX",
+    )
