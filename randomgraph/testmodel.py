@@ -93,10 +93,20 @@ class TestModel:
     min_supported_version: HalVersion | None = HalVersion.V1_0  # None: UNKNOWN
     test_dynamic_output_shape: bool = True
     source: str = ""  # spec file (and line) it came from, for messages
+    # Random-graph criteria set (randomgraph.criteria.CRITERIA_SETS) the outputs are
+    # checked with; empty: the generated-test criteria. Differential specs carry it.
+    criteria: str = ""
 
     # --- HAL view -------------------------------------------------------------------
     def to_hal(self) -> tuple[Model, list[np.ndarray | None], list[np.ndarray]]:
         """(HAL model, request inputs, expected outputs)."""
+        model, inputs = self.to_hal_model()
+        expected = [self.main.operands[i].array() for i in self.main.output_indexes]
+        return model, inputs, expected
+
+    def to_hal_model(self) -> tuple[Model, list[np.ndarray | None]]:
+        """(HAL model, request inputs): :meth:`to_hal` for a test whose expected outputs
+        are not known yet (the differential checker computes them)."""
         b = ModelBuilder(relaxed=self.is_relaxed)
         builders = [b] + [b.new_subgraph() for _ in self.referenced]
         for sb, sg in zip(builders, [self.main, *self.referenced]):
@@ -125,8 +135,7 @@ class TestModel:
             None if not o.data else o.array()
             for o in (self.main.operands[i] for i in self.main.input_indexes)
         ]
-        expected = [self.main.operands[i].array() for i in self.main.output_indexes]
-        return b.build(), inputs, expected
+        return b.build(), inputs
 
     @classmethod
     def from_hal(
@@ -217,6 +226,7 @@ class TestModel:
             "minSupportedVersion": "UNKNOWN"
             if self.min_supported_version is None
             else self.min_supported_version.name,
+            **({"criteria": self.criteria} if self.criteria else {}),
         }
 
     @classmethod
@@ -231,6 +241,7 @@ class TestModel:
             min_supported_version=None
             if d.get("minSupportedVersion", "V1_0") == "UNKNOWN"
             else HalVersion[d.get("minSupportedVersion", "V1_0")],
+            criteria=str(d.get("criteria", "")),
         )
 
 

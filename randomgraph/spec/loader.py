@@ -26,6 +26,7 @@ from driver.hal.types import (
     OperationType,
     SymmPerChannelQuantParams,
 )
+from randomgraph.criteria import CRITERIA_SETS
 from randomgraph.spec import dsl
 from randomgraph.spec.dsl import SpecContext, SpecError
 from randomgraph.testmodel import TestModel, TestOperand, TestOperation, TestSubgraph
@@ -71,9 +72,32 @@ def load_spec(
         dsl.set_context(c)
         try:
             _execute(text, c)
-            return list(_expand_all(c))
+            tests = list(_expand_all(c))
         finally:
             dsl.set_context(None)
+    criteria = criteria_pragma(text)
+    if criteria and criteria not in CRITERIA_SETS:
+        raise SpecError(
+            f"unknown criteria set {criteria!r} in '# nnfuzz-criteria:' "
+            f"(one of {', '.join(CRITERIA_SETS)})",
+            c.path,
+            None,
+        )
+    if criteria:
+        for t in tests:
+            t.criteria = criteria
+    return tests
+
+
+_CRITERIA_PRAGMA = re.compile(r"^# nnfuzz-criteria: *([A-Za-z0-9_]+) *$", re.MULTILINE)
+
+
+def criteria_pragma(text: str) -> str:
+    """The random-graph criteria set a spec names with a ``# nnfuzz-criteria: NAME``
+    comment line (differential specs written by ``nnfuzz random``), or "". A comment, so
+    Android's generator reads the spec unchanged."""
+    m = _CRITERIA_PRAGMA.search(text)
+    return m.group(1) if m else ""
 
 
 def _execute(text: str, c: SpecContext) -> None:

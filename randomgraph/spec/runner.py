@@ -27,7 +27,13 @@ from driver.hal.types import (
     non_extension_size_of_data,
 )
 from driver.operations.base import array_from_bytes
-from randomgraph.criteria import Mismatch, check_generated, check_multinomial
+from randomgraph.criteria import (
+    CRITERIA_SETS,
+    Mismatch,
+    check_generated,
+    check_multinomial,
+    check_random_graph_output,
+)
 from randomgraph.spec.dsl import SpecError
 from randomgraph.spec.loader import load_specs
 from randomgraph.testmodel import TestModel
@@ -195,6 +201,10 @@ def _run(device, test: TestModel, dynamic: bool, result: TestResult) -> None:
             continue
         if multinomial:
             m = check_multinomial(k, got, want, test.multinomial_tolerance)
+        elif test.criteria:  # a differential spec: the random-graph set it names
+            m = check_random_graph_output(
+                k, operand.type, got, want, CRITERIA_SETS[test.criteria], relaxed=test.is_relaxed
+            )
         else:
             m = check_generated(
                 k, operand.type, got, want, fp16_model=fp16_model, mobilenet_quantized=mobilenet_q

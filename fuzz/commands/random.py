@@ -1,0 +1,383 @@
+"""``nnfuzz random`` (differential random-graph campaigns) and ``nnfuzz minimize``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from driver.hal.types import HalVersion, OperandType, OperationType
+from fuzz.commands.specs import add_driver_option, open_device
+from fuzz.progress import Progress
+
+PRESET_HELP = (
+    "Android's TestRandomGraph matrix: 'single' (every operation alone, dims <= 1000), "
+    "'small' (5-operation graphs, dims <= 1000) and 'large' (40-operation graphs, "
+    "dims <= 10) per data type and rank, 'android' (those three); 'rounding' (quantized "
+    "requantizing operations under the strict criteria); 'all' (android + rounding; the "
+    "default unless --ops is given)"
+)
+
+
+def _names(values: list[str] | None, enum, what: str) -> tuple[str, ...] | None:
+    if not values:
+        return None
+    out = []
+    for v in values:
+        for name in v.split(","):
+            name = name.strip().upper()
+            if not name:
+                continue
+            if name not in enum.__members__:
+                raise SystemExit(f"nnfuzz: unknown {what} {name!r}")
+            out.append(name)
+    return tuple(dict.fromkeys(out))
+
+
+def _versions(values: list[str] | None) -> tuple[str, ...] | None:
+    if not values:
+        return None
+    try:
+        return tuple(
+            dict.fromkeys(HalVersion.parse(x).name for v in values for x in v.split(",") if x)
+        )
+    except ValueError as e:
+        raise SystemExit(f"nnfuzz: {e}") from None
+
+
+def _ranks(values: list[str] | None) -> tuple[int, ...] | None:
+    if not values:
+        return None
+    try:
+        ranks = tuple(sorted({int(x) for v in values for x in v.split(",") if x}))
+    except ValueError:
+        raise SystemExit("nnfuzz: --rank takes integers") from None
+    return ranks
+
+
+def register(sub) -> None:
+    from randomgraph.campaign import PRESET_NAMES
+    from randomgraph.differential import CRITERIA_NAMES, GOLDEN_MODES
+    from randomgraph.metamorphic import RELATIONS
+
+    p = sub.add_parser(
+        "random",
+        help="differential random-graph campaign against the reference",
+        description="Generate random valid models, run each on the driver and on the "
+        "reference, compare with Android's random-graph criteria, and write every distinct "
+        "failure to OUT/failures as a .mod.py spec, original and minimized, with a report "
+        "(OUT/report.html, OUT/summary.md). The campaign is resumable: rerun with the same "
+        "--out after an interruption. Exit status 1 iff some test failed. See "
+        "docs/campaigns.md.",
+    )
+    p.add_argument("--preset", choices=PRESET_NAMES, help=PRESET_HELP)
+    p.add_argument(
+        "--seeds",
+        help="seed range A:B (B excluded; 'A:' unbounded). Default: 0:50 (Android's count), "
+        "or unbounded with --minutes",
+    )
+    p.add_argument("--ops", type=int, help="operations per graph (a custom campaign)")
+    p.add_argument("--dims", type=int, help="largest dimension (default: the preset's)")
+    p.add_argument("--minutes", type=float, help="stop starting tests after M minutes")
+    p.add_argument("--op", action="append", metavar="NAMES", help="only these operations")
+    p.add_argument(
+        "--type", action="append", metavar="NAMES", help="only signatures using these data types"
+    )
+    p.add_argument("--rank", action="append", metavar="N", help="only these primary ranks")
+    p.add_argument(
+        "--version", action="append", metavar="V", help="only these HAL versions (V1_0..V1_3)"
+    )
+    add_driver_option(p)
+    p.add_argument(
+        "--partition",
+        action="store_true",
+        help="run what the driver does not support on the reference (partitioned:DRIVER) "
+        "instead of skipping the graph",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="worker processes (default 1; 0 runs in this process, for debugging)",
+    )
+    p.add_argument("--shard", default="0/1", help="run shard i of n (i/n), for many machines")
+    p.add_argument("--out", help="campaign directory (default: nnfuzz-random-DRIVER)")
+    p.add_argument(
+        "--golden",
+        choices=GOLDEN_MODES,
+        default="auto",
+        help="golden results: 'auto' (Android's: single quantized/float16 operations in "
+        "float32, requantized), 'float32' (every convertible graph) or 'exact' (the "
+        "reference on the model as it is)",
+    )
+    p.add_argument(
+        "--criteria",
+        choices=[c for c in CRITERIA_NAMES if c != "generated"],
+        help="criteria set for a custom campaign (default: per operation, or by graph size)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=10.0, help="watchdog per driver run, seconds (default 10)"
+    )
+    m = p.add_mutually_exclusive_group()
+    m.add_argument(
+        "--metamorphic",
+        action="store_true",
+        default=None,
+        help=f"check the metamorphic relations ({', '.join(RELATIONS)}; on for presets)",
+    )
+    m.add_argument("--no-metamorphic", dest="metamorphic", action="store_false")
+    p.add_argument("--no-minimize", action="store_true", help="keep failures as found")
+    p.add_argument(
+        "--minimize-seconds",
+        type=float,
+        default=30.0,
+        help="time budget to minimize one failure (default 30)",
+    )
+    p.add_argument("--max-tests", type=int, help=argparse.SUPPRESS)
+    p.add_argument("-q", "--quiet", action="store_true", help="no table at the end")
+    p.set_defaults(func=cmd_random)
+
+    mz = sub.add_parser(
+        "minimize",
+        help="reduce a failing spec to the smallest graph that fails the same way",
+        description="Check every test of SPEC differentially on the driver (golden from the "
+        "reference), then reduce each failing one — drop operations (cut edges become inputs "
+        "fed with the reference's values), shrink dims, simplify values — keeping the same "
+        "outcome, and write SPEC_STEM_min.mod.py. Exit 0 when a minimized spec was written, "
+        "1 when nothing failed (nothing to minimize).",
+    )
+    mz.add_argument("spec", help="a .mod.py spec file")
+    add_driver_option(mz)
+    mz.add_argument("--out", help="file (one test) or directory for the minimized spec(s)")
+    mz.add_argument("--golden", choices=GOLDEN_MODES, default="auto")
+    mz.add_argument(
+        "--criteria",
+        choices=(*CRITERIA_NAMES, "auto"),
+        help="criteria (default: the spec's '# nnfuzz-criteria:' line, else the spec-file "
+        "criteria 'generated'; 'auto' picks per operation or by graph size)",
+    )
+    mz.add_argument("--timeout", type=float, default=10.0, help="watchdog per driver run (s)")
+    mz.add_argument("--seconds", type=float, default=60.0, help="budget per test (default 60)")
+    mz.add_argument(
+        "--check", action="store_true", help="only check: exit 1 if a test fails, else 0"
+    )
+    mz.add_argument(
+        "--metamorphic", action="store_true", help="also check the metamorphic relations"
+    )
+    mz.add_argument("-k", dest="pattern", help="only tests whose name contains PATTERN")
+    mz.set_defaults(func=cmd_minimize)
+
+
+# ---------------------------------------------------------------------------------------
+# nnfuzz random
+# ---------------------------------------------------------------------------------------
+
+
+def cmd_random(args: argparse.Namespace) -> int:
+    from randomgraph.campaign import (
+        CampaignError,
+        CampaignSettings,
+        Filters,
+        format_table,
+        outcome_table,
+        parse_seeds,
+        parse_shard,
+        preset_groups,
+        replay_command,
+        run_campaign,
+    )
+    from randomgraph.differential import Outcome
+    from randomgraph.metamorphic import RELATIONS
+
+    driver = f"partitioned:{args.driver}" if args.partition else args.driver
+    open_device(driver)  # a bad --driver fails here, with the registry's message
+    filters = Filters(
+        operations=_names(args.op, OperationType, "operation"),
+        data_types=_names(args.type, OperandType, "data type"),
+        ranks=_ranks(args.rank),
+        versions=_versions(args.version),
+    )
+    preset = "custom" if args.ops else (args.preset or "all")
+    if args.ops and args.preset:
+        print("nnfuzz: --ops makes a custom campaign; drop --preset or --ops", file=sys.stderr)
+        return 2
+    try:
+        groups = preset_groups(preset, filters, max_dim=args.dims, num_ops=args.ops)
+        if args.criteria:
+            groups = [g.__class__(**{**g.__dict__, "criteria": args.criteria}) for g in groups]
+        seeds = parse_seeds(args.seeds) if args.seeds else (None if args.minutes else range(50))
+        shard = parse_shard(args.shard)
+    except (CampaignError, ValueError) as e:
+        print(f"nnfuzz: {e}", file=sys.stderr)
+        return 2
+    metamorphic = args.metamorphic if args.metamorphic is not None else preset != "custom"
+    out = args.out or f"nnfuzz-random-{_slug(args.driver)}"
+    settings = CampaignSettings(
+        groups=groups,
+        out=out,
+        seeds=seeds,
+        driver=driver,
+        minutes=args.minutes,
+        jobs=args.jobs,
+        shard=shard,
+        golden=args.golden,
+        timeout=args.timeout,
+        metamorphic=RELATIONS if metamorphic else (),
+        minimize=not args.no_minimize,
+        minimize_seconds=args.minimize_seconds,
+        max_tests=args.max_tests,
+    )
+    seeds_text = "unbounded" if seeds is None else f"{seeds.start}:{seeds.stop}"
+    print(
+        f"nnfuzz random: {driver}, {len(groups)} group(s) ({preset}), seeds {seeds_text}, "
+        f"golden {args.golden}, metamorphic {'on' if metamorphic else 'off'}, "
+        f"jobs {args.jobs} -> {out}",
+        flush=True,
+    )
+    progress = Progress("random", stream=sys.stderr)
+    try:
+        summary = run_campaign(settings, progress=progress)
+    except CampaignError as e:
+        print(f"nnfuzz: {e}", file=sys.stderr)
+        return 2
+    state = summary.state
+    counts = state.outcome_counts()
+    if not args.quiet:
+        header, rows = outcome_table(state)
+        print(format_table(header, rows))
+    bugs = sorted(state.bugs(), key=lambda f: f.id)
+    if bugs:
+        print(f"\n{len(bugs)} distinct failure(s):")
+        for f in bugs:
+            spec = f.minimized or f.spec
+            key = f.final_key
+            first = f", first diverging {key[3]}" if key[3] != "-" else ""
+            print(
+                f"  {f.id} {Outcome(f.outcome).label}: {key[1] or '-'} [{key[2]}]{first}, "
+                f"{f.copies} test(s)\n      {Path(out) / spec}\n"
+                f"      {replay_command(Path(out) / spec, driver, f.outcome, args.timeout)}"
+            )
+    failed = sum(n for o, n in counts.items() if Outcome(o).failed)
+    print(f"\nreport: {summary.report}  summary: {summary.markdown}")
+    if summary.interrupted:
+        print(f"interrupted: rerun with --out {out} to resume", file=sys.stderr)
+    print(
+        f"{sum(counts.values())} tests: {counts.get('pass', 0)} passed, {failed} failed, "
+        f"{counts.get('skipped', 0)} skipped; {len(bugs)} distinct failures"
+    )
+    code = 1 if summary.failed else (130 if summary.interrupted else 0)
+    if args.jobs == 0 and counts.get(Outcome.HANG.value):
+        # A hung in-process driver call is abandoned on a thread that may keep the
+        # interpreter from exiting (driver-owned non-daemon threads): leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+# ---------------------------------------------------------------------------------------
+# nnfuzz minimize
+# ---------------------------------------------------------------------------------------
+
+
+def cmd_minimize(args: argparse.Namespace) -> int:
+    from randomgraph.campaign import replay_command, write_spec
+    from randomgraph.differential import (
+        CheckOptions,
+        DifferentialChecker,
+        criteria_for,
+        with_outputs,
+    )
+    from randomgraph.metamorphic import RELATIONS
+    from randomgraph.minimize import MinimizeOptions, minimize
+    from randomgraph.spec.dsl import SpecError
+    from randomgraph.spec.loader import load_spec
+    from randomgraph.spec.runner import matches
+
+    open_device(args.driver)
+    try:
+        tests = [t for t in load_spec(args.spec) if matches(t.name, args.pattern)]
+    except (SpecError, OSError) as e:
+        print(f"nnfuzz: {e}", file=sys.stderr)
+        return 2
+    checker = DifferentialChecker(
+        args.driver,
+        CheckOptions(
+            golden=args.golden,
+            timeout=args.timeout,
+            metamorphic=RELATIONS if args.metamorphic else (),
+        ),
+    )
+    spec_path = Path(args.spec)
+    stem = (
+        spec_path.name[: -len(".mod.py")] if spec_path.name.endswith(".mod.py") else spec_path.stem
+    )
+    failed = written = 0
+    for test in tests:
+        if test.expect_failure:
+            print(f"== {test.name}: skipped (an ExpectFailure test)")
+            continue
+        if args.criteria == "auto":
+            test.criteria = ""
+            test.criteria = criteria_for(test)
+        elif args.criteria:
+            test.criteria = args.criteria
+        elif not test.criteria:
+            test.criteria = "generated"
+        result = checker.check(test)
+        print(
+            f"== {test.name}: {result.outcome.label}"
+            + (f": {result.detail}" if result.detail else "")
+        )
+        if not result.failed:
+            continue
+        failed += 1
+        if args.check:
+            continue
+        m = minimize(checker, test, result, options=MinimizeOptions(seconds=args.seconds))
+        name = f"{stem}_min" if len(tests) == 1 else f"{test.name}_min"
+        if args.out:
+            out = Path(args.out)
+            target = out / f"{name}.mod.py" if out.is_dir() or len(tests) > 1 else out
+        else:
+            target = spec_path.with_name(f"{name}.mod.py")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        mt = with_outputs(m.test, m.result.expected) if m.result.expected else m.test
+        mt.name = name
+        lines = [
+            f"nnfuzz minimize: {m.result.outcome.label}",
+            f"driver: {args.driver}; golden: {m.result.golden_mode or '-'}; criteria: {m.result.criteria}",
+            f"detail: {' '.join(m.result.detail.split())}",
+            f"minimized from {spec_path.name} ({len(test.main.operations)} -> "
+            f"{m.operations} operations, {m.checks} checks, {m.seconds:.1f} s)",
+            f"replay: {replay_command(target, args.driver, m.result.outcome.value, args.timeout)}",
+        ]
+        write_spec(
+            target,
+            mt,
+            driver=args.driver,
+            actual=m.result.actual,
+            lines=lines,
+            criteria=m.result.criteria,
+        )
+        written += 1
+        print(
+            f"   minimized: {len(test.main.operations)} -> {m.operations} operations "
+            f"({m.checks} checks, {m.seconds:.1f} s) -> {target}"
+        )
+        for step in m.steps:
+            print(f"     {step}")
+        print(
+            f"   replay: {replay_command(target, args.driver, m.result.outcome.value, args.timeout)}"
+        )
+    if args.check:
+        return 1 if failed else 0
+    if not failed:
+        print(f"nothing to minimize: no test of {args.spec} fails on {args.driver}")
+        return 1
+    return 0

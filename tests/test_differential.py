@@ -1,0 +1,441 @@
+"""The differential check: golden results, driver outcomes, criteria, metamorphic relations."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from driver.builder import ModelBuilder
+from driver.device import ReferenceDevice
+from driver.hal.types import ErrorStatus, OperationType
+from driver.hal.types import OperandType as T
+from driver.operations.quant import quantize
+from randomgraph.differential import (
+    OPERATION_CRITERIA,
+    CheckOptions,
+    DifferentialChecker,
+    Outcome,
+    compare_outputs,
+    compute_golden,
+    criteria_for,
+    expose_intermediates,
+    failure_key,
+    reference_values,
+    requantize,
+    to_float32,
+)
+from randomgraph.metamorphic import RELATIONS, check_relations, variants
+from randomgraph.testmodel import TestModel
+
+O = OperationType
+
+
+def add_test(
+    type_=T.TENSOR_FLOAT32,
+    dims=(2, 3),
+    a=None,
+    b=None,
+    act=0,
+    scale=0.0,
+    zp=0,
+    out_scale=None,
+    name="add",
+) -> TestModel:
+    """ADD of two inputs, as a test model without expected outputs."""
+    n = int(np.prod(dims))
+    a = np.arange(n).reshape(dims) if a is None else np.asarray(a).reshape(dims)
+    b = np.full(dims, 2) if b is None else np.asarray(b).reshape(dims)
+    q = dict(scale=scale, zero_point=zp) if scale else {}
+    qo = dict(scale=out_scale or scale, zero_point=zp) if scale else {}
+    m = ModelBuilder()
+    x = m.add_input(type_, dims, **q)
+    y = m.add_input(type_, dims, **q)
+    z = m.add_output(type_, dims, **qo)
+    m.add_operation(O.ADD, [x, y, m.add_scalar(T.INT32, act)], [z])
+    dt = {T.TENSOR_FLOAT32: np.float32, T.TENSOR_FLOAT16: np.float16}.get(type_, np.uint8)
+    if type_ == T.TENSOR_QUANT8_ASYMM_SIGNED:
+        dt = np.int8
+    return TestModel.from_hal(name, m.build(), [a.astype(dt), b.astype(dt)])
+
+
+def chain_test(act=0) -> TestModel:
+    """x -> ADD(x, c, act) -> MUL(., c2) -> TANH: three operations, float32."""
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (2, 2))
+    c = m.add_constant(T.TENSOR_FLOAT32, (2, 2), [-3.0, 1.0, -0.5, 2.0])
+    t1 = m.add_operand(T.TENSOR_FLOAT32, (2, 2))
+    m.add_operation(O.ADD, [x, c, m.add_scalar(T.INT32, act)], [t1])
+    t2 = m.add_operand(T.TENSOR_FLOAT32, (2, 2))
+    c2 = m.add_constant(T.TENSOR_FLOAT32, (2, 2), [2.0, 2.0, 2.0, 2.0])
+    m.add_operation(O.MUL, [t1, c2, m.add_scalar(T.INT32, 0)], [t2])
+    y = m.add_output(T.TENSOR_FLOAT32, (2, 2))
+    m.add_operation(O.TANH, [t2], [y])
+    return TestModel.from_hal(
+        "chain", m.build(), [np.array([[1.0, -2.0], [0.25, 1.0]], np.float32)]
+    )
+
+
+def checker(driver="reference", **kw) -> DifferentialChecker:
+    kw.setdefault("timeout", 5.0)
+    return DifferentialChecker(driver, CheckOptions(**kw))
+
+
+# ---------------------------------------------------------------------------------------
+# Golden results
+# ---------------------------------------------------------------------------------------
+
+
+def test_float32_conversion_dequantizes_and_requantizes():
+    scale, zp = 0.5, 10
+    t = add_test(T.TENSOR_QUANT8_ASYMM, (4,), [10, 11, 12, 250], [10, 13, 10, 200], 0, scale, zp)
+    fp = to_float32(t)
+    assert fp is not None
+    x = fp.main.operands[fp.main.input_indexes[0]]
+    assert x.type == T.TENSOR_FLOAT32 and x.scale == 0.0
+    assert x.data == [0.0, 0.5, 1.0, 120.0]
+    golden, mode = compute_golden(t, "auto")
+    assert mode == "float32"
+    # (q1 - zp + q2 - zp) * 0.5 / 0.5 + zp, saturated at 255.
+    assert golden[0].tolist() == [10, 14, 12, 255]
+    exact, mode = compute_golden(t, "exact")
+    assert mode == "exact" and exact[0].tolist() == [10, 14, 12, 255]
+
+
+def test_requantize_rounds_half_away_and_saturates():
+    t = add_test(T.TENSOR_QUANT8_ASYMM, (4,), scale=0.5, zp=100)
+    out = t.main.operands[t.main.output_indexes[0]]
+    got = requantize(out, np.array([0.25, -0.25, 1000.0, -1000.0], np.float32))
+    # 0.25 / 0.5 = 0.5 rounds away from zero -> 1; -0.5 -> -1.
+    assert got.tolist() == [101, 99, 255, 0]
+
+
+def test_auto_golden_is_exact_for_graphs_and_casts():
+    assert compute_golden(chain_test(), "auto")[1] == "exact"
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (3,))
+    y = m.add_output(T.TENSOR_QUANT8_ASYMM, (3,), scale=0.1, zero_point=0)
+    m.add_operation(O.QUANTIZE, [x], [y])
+    t = TestModel.from_hal("q", m.build(), [np.array([0.05, 0.15, 0.3], np.float32)])
+    assert to_float32(t) is None  # the cast is the operation itself
+    assert compute_golden(t, "auto")[1] == "exact"
+
+
+def test_float16_models_are_computed_in_float32_on_request():
+    t = add_test(T.TENSOR_FLOAT16, (2,), [1.0, 2048.0], [0.5, 1.0])
+    assert compute_golden(t, "auto")[1] == "exact"  # float16 outputs are really compared
+    golden, mode = compute_golden(t, "float32")
+    assert mode == "float32" and golden[0].dtype == np.float16
+    # 2048 + 1 is computed in float32, then rounded once to float16.
+    assert golden[0].tolist() == [1.5, float(np.float16(2049.0))]
+
+
+def test_reference_values_cover_every_intermediate():
+    t = chain_test()
+    values = reference_values(t)
+    x = np.array([[1.0, -2.0], [0.25, 1.0]], np.float32)
+    t1 = x + np.array([[-3.0, 1.0], [-0.5, 2.0]], np.float32)
+    np.testing.assert_array_equal(values[t.main.operations[0].outputs[0]], t1)
+    np.testing.assert_array_equal(values[t.main.operations[1].outputs[0]], t1 * 2)
+    exposed, outs = expose_intermediates(t)
+    assert len(outs) == 3 and exposed.main.operations == t.main.operations
+
+
+# ---------------------------------------------------------------------------------------
+# Outcomes
+# ---------------------------------------------------------------------------------------
+
+
+def test_reference_passes_its_own_check():
+    for t in (add_test(), chain_test(1), add_test(T.TENSOR_QUANT8_ASYMM, scale=0.25, zp=3)):
+        r = checker().check(t)
+        assert r.outcome == Outcome.PASS, r.detail
+        assert r.actual is not None and len(r.actual) == len(r.expected)
+
+
+def test_wrong_result_is_located_at_the_first_diverging_operation():
+    r = checker("planted-activation").check(chain_test(act=1))
+    assert r.outcome == Outcome.WRONG
+    assert r.first_op == 0 and r.signature == "ADD"
+    assert failure_key(chain_test(act=1), r) == (
+        "wrong-result",
+        "ADD+MUL+TANH",
+        "TENSOR_FLOAT32",
+        "ADD",
+    )
+
+
+def test_rejected_valid_model():
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (2, 2))
+    shape = m.add_constant(T.TENSOR_INT32, (1,), [4])
+    y = m.add_output(T.TENSOR_FLOAT32, (4,))
+    m.add_operation(O.RESHAPE, [x, shape], [y])
+    t = TestModel.from_hal("r", m.build(), [np.ones((2, 2), np.float32)])
+    r = checker("planted-status").check(t)
+    assert r.outcome == Outcome.REJECTED
+    assert r.signature == "getSupportedOperations:INVALID_ARGUMENT"
+
+
+def test_crash_and_hang_are_caught_and_the_device_recreated():
+    c = checker("planted-crash")
+    first = c.session.device
+    r = c.check(add_test(dims=(3, 2)))
+    assert r.outcome == Outcome.CRASH and r.signature == "IndexError"
+    assert c.session.device is not first
+    assert c.check(add_test(dims=(2, 2))).outcome == Outcome.PASS
+
+    h = checker("planted-hang", timeout=0.3)
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (6,))
+    y = m.add_output(T.TENSOR_FLOAT32, (6,))
+    m.add_operation(O.MUL, [x, x, m.add_scalar(T.INT32, 0)], [y])
+    t = TestModel.from_hal("h", m.build(), [np.ones(6, np.float32)])
+    r = h.check(t)
+    assert r.outcome == Outcome.HANG and "execute_synchronously" in r.detail
+    assert h.check(add_test()).outcome == Outcome.PASS  # a fresh device after the hang
+
+
+class _Misbehaving(ReferenceDevice):
+    def __init__(self, mode):
+        super().__init__()
+        self.mode = mode
+
+    def prepare_model(self, model, *args, **kw):
+        if self.mode == "prepare-raises":
+            raise RuntimeError("boom")
+        if self.mode == "prepare-fails":
+            return ErrorStatus.GENERAL_FAILURE, None
+        status, prepared = super().prepare_model(model, *args, **kw)
+        if self.mode == "execute-fails":
+            prepared.execute_synchronously = lambda *a, **k: (ErrorStatus.GENERAL_FAILURE, [], None)
+        if self.mode == "wrong-shape":
+            original = prepared.execute_synchronously
+
+            def execute(*a, **k):
+                st, shapes, timing = original(*a, **k)
+                from driver.hal.types import OutputShape
+
+                return st, [OutputShape((1,), True)], timing
+
+            prepared.execute_synchronously = execute
+        return status, prepared
+
+    def get_supported_operations(self, model):
+        if self.mode == "unsupported":
+            return ErrorStatus.NONE, [False] * len(model.main.operations)
+        return super().get_supported_operations(model)
+
+
+@pytest.mark.parametrize(
+    "mode, outcome",
+    [
+        ("prepare-raises", Outcome.CRASH),
+        ("prepare-fails", Outcome.PREPARE_FAILED),
+        ("execute-fails", Outcome.EXECUTE_FAILED),
+        ("wrong-shape", Outcome.WRONG),
+        ("unsupported", Outcome.SKIPPED),
+    ],
+)
+def test_outcome_classes(mode, outcome):
+    c = DifferentialChecker(lambda: _Misbehaving(mode), CheckOptions(timeout=5))
+    assert c.check(add_test()).outcome == outcome
+
+
+def test_old_driver_skips_newer_models():
+    t = add_test(T.TENSOR_QUANT8_ASYMM_SIGNED, scale=0.5, zp=0)
+    r = checker("reference-1.2").check(t)
+    assert r.outcome == Outcome.SKIPPED and "1.3" in r.detail
+
+
+def test_reference_error_is_not_the_drivers_fault():
+    t = add_test()
+    t.main.operands[t.main.output_indexes[0]].dimensions = [5, 5]  # contradicts inference
+    r = checker().check(t)
+    assert r.outcome == Outcome.REFERENCE_ERROR
+
+
+def test_isolated_driver_crash_is_classified():
+    c = checker("planted-crash@isolated:timeout=5")
+    try:
+        r = c.check(add_test(dims=(3, 1)))
+        assert r.outcome == Outcome.CRASH and r.signature == "IndexError", r.detail
+        assert c.check(add_test(dims=(2, 1))).outcome == Outcome.PASS
+    finally:
+        c.session.device.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Criteria
+# ---------------------------------------------------------------------------------------
+
+
+def test_criteria_follow_android_per_operation_and_graph_size():
+    assert OPERATION_CRITERIA[O.ADD] == "medium"
+    assert OPERATION_CRITERIA[O.RESHAPE] == "strict"
+    assert OPERATION_CRITERIA[O.SOFTMAX] == "relaxed"
+    assert OPERATION_CRITERIA[O.CONV_2D] == "conv"
+    assert criteria_for(add_test()) == "medium"
+    assert criteria_for(chain_test()) == "small_graph"
+    t = add_test()
+    t.criteria = "strict"
+    assert criteria_for(t) == "strict"
+
+
+def test_float16_outputs_are_really_compared():
+    t = add_test(T.TENSOR_FLOAT16, (2,))
+    good = [np.array([1.0, 2.0], np.float16)]
+    assert compare_outputs(t, "strict", good, good) == []
+    bad = [np.array([1.0, 2.015625], np.float16)]
+    # Android's checker skips float16 elements; ours does not.
+    assert compare_outputs(t, "strict", bad, good)
+
+
+def test_non_finite_values_that_agree_pass():
+    t = add_test(dims=(3,))
+    e = [np.array([np.nan, np.inf, 1.0], np.float32)]
+    assert compare_outputs(t, "strict", [e[0].copy()], e) == []
+    assert compare_outputs(t, "strict", [np.array([0.0, np.inf, 1.0], np.float32)], e)
+
+
+def test_bias_catches_systematic_rounding_in_strict_only():
+    rng = np.random.default_rng(1)
+    q = rng.integers(0, 255, 100).astype(np.uint8)
+    t = add_test(T.TENSOR_QUANT8_ASYMM, (100,), scale=0.5, zp=0)
+    lower = (q.astype(int) - (np.arange(100) % 2)).clip(0, 255).astype(np.uint8)
+    assert compare_outputs(t, "strict", [lower], [q])  # bias ~ -0.5
+    assert not compare_outputs(t, "medium", [lower], [q])  # Android lets it through
+
+
+# ---------------------------------------------------------------------------------------
+# Metamorphic relations
+# ---------------------------------------------------------------------------------------
+
+
+def test_metamorphic_variants_apply_where_they_should():
+    q = add_test(T.TENSOR_QUANT8_ASYMM, scale=0.5, zp=128)
+    names = {v.relation for v in variants(q)}
+    assert {"signedness", "paths", "dynamic-shapes", "cache"} <= names
+    assert "layout" not in names
+    signed = next(v for v in variants(q) if v.relation == "signedness").test
+    x = signed.main.operands[signed.main.input_indexes[0]]
+    assert x.type == T.TENSOR_QUANT8_ASYMM_SIGNED and x.zero_point == 0
+
+
+def test_reference_satisfies_every_relation():
+    c = checker(metamorphic=RELATIONS)
+    for t in (
+        add_test(T.TENSOR_QUANT8_ASYMM, scale=0.5, zp=128),
+        chain_test(1),
+        conv_test(),
+    ):
+        r = c.check(t)
+        assert r.outcome == Outcome.PASS, r.detail
+
+
+def conv_test(nchw: bool = False) -> TestModel:
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (1, 3, 3, 2))
+    w = m.add_constant(T.TENSOR_FLOAT32, (1, 2, 2, 2), np.arange(8) / 8.0)
+    b = m.add_constant(T.TENSOR_FLOAT32, (1,), [0.5])
+    ints = [m.add_scalar(T.INT32, v) for v in (1, 1, 1, 0)]  # SAME, strides, no act
+    layout = m.add_scalar(T.BOOL, nchw)
+    y = m.add_output(T.TENSOR_FLOAT32, (1, 3, 3, 1))
+    m.add_operation(O.CONV_2D, [x, w, b, *ints, layout], [y])
+    return TestModel.from_hal(
+        "conv", m.build(), [np.arange(18, dtype=np.float32).reshape(1, 3, 3, 2)]
+    )
+
+
+class _NchwOnlyBug(ReferenceDevice):
+    """Answers the NCHW form of a CONV_2D with zeros (a layout-specific bug)."""
+
+    def prepare_model(self, model, *args, **kw):
+        status, prepared = super().prepare_model(model, *args, **kw)
+        layouts = [o for o in model.main.operands if o.type == T.BOOL and model.operand_values]
+        nchw = bool(layouts) and model.operand_values[layouts[0].location.offset] == 1
+        if nchw:
+            original = prepared.execute_synchronously
+
+            def execute(request, *a, **k):
+                st, shapes, timing = original(request, *a, **k)
+                from driver.memory import pool_buffer
+
+                buf = pool_buffer(request.pools[1])
+                buf[:] = bytes(len(buf))
+                return st, shapes, timing
+
+            prepared.execute_synchronously = execute
+        return status, prepared
+
+
+def test_layout_relation_catches_a_layout_specific_bug():
+    c = DifferentialChecker(lambda: _NchwOnlyBug(), CheckOptions(metamorphic=("layout",)))
+    r = c.check(conv_test())
+    assert r.outcome == Outcome.INCONSISTENT and r.signature == "layout", r.detail
+
+
+def test_path_relation_catches_a_path_specific_bug():
+    class AsyncBug(ReferenceDevice):
+        def prepare_model(self, model, *args, **kw):
+            status, prepared = super().prepare_model(model, *args, **kw)
+            original = prepared.execute
+
+            def execute(request, measure, deadline, loop_timeout, callback):
+                return original(
+                    request, measure, deadline, loop_timeout, _Zeroing(request, callback)
+                )
+
+            prepared.execute = execute
+            return status, prepared
+
+    c = DifferentialChecker(lambda: AsyncBug(), CheckOptions(metamorphic=("paths",)))
+    r = c.check(add_test())
+    assert r.outcome == Outcome.INCONSISTENT and "async" in r.detail
+
+
+class _Zeroing:
+    def __init__(self, request, callback):
+        self.request, self.callback = request, callback
+
+    def notify(self, status, shapes, timing):
+        from driver.memory import pool_buffer
+
+        buf = pool_buffer(self.request.pools[1])
+        buf[:] = bytes(len(buf))
+        self.callback.notify(status, shapes, timing)
+
+
+def test_signedness_relation_is_exact():
+    base = add_test(T.TENSOR_QUANT8_ASYMM, (4,), [0, 100, 200, 255], [3, 3, 3, 3], 0, 0.5, 128)
+    c = checker(metamorphic=("signedness",))
+    r = c.check(base)
+    assert r.outcome == Outcome.PASS
+    # Perturbing the base result by one unit breaks the exact relation.
+    r.actual = [r.actual[0].copy()]
+    r.actual[0][0] += 1
+    v = check_relations(c, base, r, ("signedness",))
+    assert v is not None and v.relation == "signedness"
+
+
+def test_watchdog_thread_is_a_daemon():
+    c = checker("planted-hang", timeout=0.2)
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (6,))
+    y = m.add_output(T.TENSOR_FLOAT32, (6,))
+    m.add_operation(O.MUL, [x, x, m.add_scalar(T.INT32, 0)], [y])
+    c.check(TestModel.from_hal("h", m.build(), [np.ones(6, np.float32)]))
+    stuck = [t for t in threading.enumerate() if t.name == "nnfuzz-driver-call"]
+    assert stuck and all(t.daemon for t in stuck)
+
+
+def test_quantize_helper_roundtrip_sanity():
+    # The float32 golden of a quantized ADD agrees with the exact reference within 1.
+    rng = np.random.default_rng(0)
+    a = quantize(rng.uniform(-2, 2, 50), 0.03, 7, T.TENSOR_QUANT8_ASYMM)
+    b = quantize(rng.uniform(-2, 2, 50), 0.03, 7, T.TENSOR_QUANT8_ASYMM)
+    t = add_test(T.TENSOR_QUANT8_ASYMM, (50,), a, b, 0, 0.03, 7, out_scale=0.05)
+    fp, _ = compute_golden(t, "float32")
+    ex, _ = compute_golden(t, "exact")
+    assert np.abs(fp[0].astype(int) - ex[0].astype(int)).max() <= 1

@@ -1,0 +1,147 @@
+"""Test-case reduction: choice sequences, graph cuts, dims and values; ``nnfuzz minimize``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from driver.builder import ModelBuilder
+from driver.hal.types import OperandLifeTime as L
+from driver.hal.types import OperandType as T
+from driver.hal.types import OperationType
+from fuzz.cli import main as nnfuzz
+from randomgraph.choices import PrngSource, ReplaySource
+from randomgraph.differential import (
+    CheckOptions,
+    DifferentialChecker,
+    Outcome,
+    compute_golden,
+    reference_values,
+    with_outputs,
+)
+from randomgraph.generator import GeneratorConfig, generate_with
+from randomgraph.minimize import MinimizeOptions, fingerprint, minimize, resized, sub_test
+from randomgraph.spec.dumper import dump_spec
+from randomgraph.testmodel import TestModel
+
+O = OperationType
+
+
+def graph(act: int = 1, dims=(4, 3)) -> TestModel:
+    """x -> TANH -> ADD(., c, act) -> MUL(., x) -> output; plus x -> NEG -> output."""
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, dims)
+    t1 = m.add_operand(T.TENSOR_FLOAT32, dims)
+    m.add_operation(O.TANH, [x], [t1])
+    c = m.add_constant(T.TENSOR_FLOAT32, dims, np.linspace(-1.5, 1.0, int(np.prod(dims))))
+    t2 = m.add_operand(T.TENSOR_FLOAT32, dims)
+    m.add_operation(O.ADD, [t1, c, m.add_scalar(T.INT32, act)], [t2])
+    y = m.add_output(T.TENSOR_FLOAT32, dims)
+    m.add_operation(O.MUL, [t2, x, m.add_scalar(T.INT32, 0)], [y])
+    z = m.add_output(T.TENSOR_FLOAT32, dims)
+    m.add_operation(O.NEG, [x], [z])
+    values = np.linspace(-2.0, 2.0, int(np.prod(dims)), dtype=np.float32).reshape(dims)
+    return TestModel.from_hal("g", m.build(), [values])
+
+
+def checker(driver: str) -> DifferentialChecker:
+    return DifferentialChecker(driver, CheckOptions(timeout=5))
+
+
+def test_sub_test_feeds_cut_edges_with_reference_values():
+    t = graph()
+    values = reference_values(t)
+    sub = sub_test(t, [1], values)  # the ADD alone
+    assert [op.type for op in sub.main.operations] == [O.ADD]
+    ins = [sub.main.operands[i] for i in sub.main.input_indexes]
+    assert len(ins) == 1 and ins[0].lifetime == L.SUBGRAPH_INPUT
+    t1 = values[t.main.operations[0].outputs[0]]
+    np.testing.assert_array_equal(ins[0].array(), t1)
+    # What the ADD computes alone is exactly what it computed inside the graph.
+    golden, _ = compute_golden(sub)
+    np.testing.assert_array_equal(golden[0], values[t.main.operations[1].outputs[0]])
+
+
+def test_sub_test_turns_dropped_readers_into_outputs():
+    t = graph()
+    sub = sub_test(t, [0, 3], reference_values(t))  # TANH and NEG
+    outs = [sub.main.operands[i] for i in sub.main.output_indexes]
+    assert len(outs) == 2  # NEG's output and TANH's output (read only by the dropped ADD)
+    assert compute_golden(sub)[0]  # the reference runs it
+
+
+def test_graph_reduction_keeps_the_failing_operation_only():
+    t = graph(act=1)
+    c = checker("planted-activation")
+    r = c.check(t)
+    assert r.outcome == Outcome.WRONG and r.signature == "ADD"
+    m = minimize(c, t, r, options=MinimizeOptions(seconds=20))
+    assert [op.type for op in m.test.main.operations] == [O.ADD]
+    assert m.result.outcome == Outcome.WRONG and m.result.signature == "ADD"
+    # Dims shrank and values became simpler while the failure stayed.
+    assert np.prod(m.test.main.operands[m.test.main.output_indexes[0]].dimensions) <= 2
+    assert any(s.startswith("dims") for s in m.steps), m.steps
+    assert c.check(m.test).outcome == Outcome.WRONG
+
+
+def test_resized_reinfers_shapes():
+    t = graph(dims=(4, 3))
+    x = t.main.input_indexes[0]
+    const = next(
+        i for i, o in enumerate(t.main.operands) if o.lifetime == L.CONSTANT_COPY and o.dimensions
+    )
+    small = resized(t, {(x, 0): 2, (const, 0): 2})
+    assert small is not None
+    for i in small.main.output_indexes:
+        assert small.main.operands[i].dimensions == [2, 3]
+    # Inconsistent sizes (a constant that no longer broadcasts) are refused.
+    assert resized(t, {(x, 1): 2}) is None
+
+
+def test_choice_sequence_shrinks_and_stays_valid():
+    config = GeneratorConfig(num_ops=5, max_dim=50, operations=frozenset({O.ADD, O.MUL, O.TANH}))
+    c = checker("planted-activation")
+    for seed in range(60):
+        g = generate_with(PrngSource(seed), config, name="t")
+        r = c.check(g.test_model)
+        if r.outcome == Outcome.WRONG:
+            break
+    else:
+        raise AssertionError("no failing graph in 60 seeds")
+
+    def regen(choices, ops):
+        cfg = GeneratorConfig(**{**config.__dict__, "num_ops": ops or config.num_ops})
+        made = generate_with(ReplaySource(choices), cfg, name="t")
+        return made.test_model, made.choices
+
+    m = minimize(
+        c,
+        g.test_model,
+        r,
+        choices=g.choices,
+        regenerate=regen,
+        num_ops=5,
+        options=MinimizeOptions(seconds=5, graph=False, dims=False, values=False),
+    )
+    assert m.choices is not None and len(m.choices) < len(g.choices)
+    assert any(s.startswith("choices") for s in m.steps)
+    again = regen(m.choices, m.num_ops)[0]
+    assert fingerprint(again) == fingerprint(m.test)  # the record regenerates the graph
+    assert c.check(again).outcome == Outcome.WRONG
+
+
+def test_minimize_command_writes_a_spec_that_replays(tmp_path, capsys):
+    t = graph(act=1)
+    golden, _ = compute_golden(t)
+    spec = tmp_path / "graph.mod.py"
+    spec.write_text(dump_spec(with_outputs(t, golden)))
+    assert nnfuzz(["minimize", str(spec), "--driver", "planted-activation", "--seconds", "15"]) == 0
+    out = tmp_path / "graph_min.mod.py"
+    assert out.exists()
+    text = out.read_text()
+    assert 'model.Operation("ADD"' in text and "MUL" not in text
+    assert nnfuzz(["replay", str(out), "--driver", "planted-activation"]) == 1
+    assert nnfuzz(["replay", str(out), "--driver", "reference"]) == 0
+    # A passing spec has nothing to minimize.
+    assert nnfuzz(["minimize", str(spec), "--driver", "reference"]) == 1
+    assert nnfuzz(["minimize", str(spec), "--driver", "planted-activation", "--check"]) == 1
+    capsys.readouterr()
