@@ -1,0 +1,405 @@
+"""The random-graph generator: validity over many seeds and every operation, bounded
+time, determinism, replay, shrinking, connectivity, execution and coverage.
+
+``NNFUZZ_GENERATOR_SEEDS`` scales the seed counts (e.g. 10 for a nightly run)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+
+from driver.executor import Executor
+from driver.hal.types import QUANT8_TYPES, STANDARD_OPERATIONS, HalVersion
+from driver.hal.types import OperandLifeTime as L
+from driver.hal.types import OperandType as T
+from driver.hal.types import OperationType as O
+from driver.validation import validate_model
+from randomgraph.choices import PrngSource
+from randomgraph.coverage import Coverage, allowed_data_types
+from randomgraph.generator import (
+    GenerationError,
+    generate,
+    generate_from_bytes,
+    generate_with,
+    regenerate,
+    resolve_config,
+)
+from randomgraph.generator.dims import DimSolver, Unsatisfiable
+from randomgraph.spec.loader import load_spec
+from randomgraph.strategies import valid_models
+
+SCALE = int(os.environ.get("NNFUZZ_GENERATOR_SEEDS", "1"))
+PER_GRAPH_SECONDS = 5.0  # generous: graphs take milliseconds
+
+
+def _check_valid(graph) -> None:
+    try:
+        validate_model(graph.model, graph.version)
+    except Exception as e:  # pragma: no cover - the failure message is the point
+        ops = [r.operation.name for r in graph.operations]
+        raise AssertionError(f"{graph.name} (HAL {graph.version.label}, {ops}): {e}") from e
+
+
+def _timed(seed: int, preset: str, **kw):
+    start = time.perf_counter()
+    graph = generate(seed, preset, **kw)
+    elapsed = time.perf_counter() - start
+    assert elapsed < PER_GRAPH_SECONDS, f"seed {seed} took {elapsed:.1f} s"
+    return graph
+
+
+# --- validity ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "preset, count", [("single", 300), ("small", 300), ("medium", 150), ("large", 100)]
+)
+def test_every_generated_graph_validates_at_its_version(preset, count):
+    config = resolve_config(preset)
+    for seed in range(count * SCALE):
+        graph = _timed(seed, preset)
+        _check_valid(graph)
+        assert graph.version in config.versions
+        main_ops = len(graph.model.main.operations)
+        assert 1 <= main_ops <= config.num_ops
+        for sg in (graph.model.main, *graph.model.referenced):
+            for o in sg.operands:
+                n = int(np.prod(o.dimensions)) if o.dimensions else 1
+                assert n <= config.max_elements
+
+
+@pytest.mark.parametrize("op", STANDARD_OPERATIONS, ids=lambda o: o.name)
+def test_every_operation_alone(op):
+    seen_types = set()
+    for seed in range(4 * SCALE):
+        graph = _timed(seed, "small", operations=frozenset({op}), num_ops=2)
+        _check_valid(graph)
+        main_types = {r.operation for r in graph.operations[: len(graph.model.main.operations)]}
+        assert op in main_types
+        seen_types |= {r.data_type for r in graph.operations if r.operation == op}
+    allowed = allowed_data_types(op)
+    assert not allowed or seen_types <= allowed
+
+
+@pytest.mark.parametrize("version", list(HalVersion), ids=lambda v: v.name)
+def test_version_filter(version):
+    for seed in range(30 * SCALE):
+        graph = generate(seed, "small", versions=(version,))
+        assert graph.version == version
+        _check_valid(graph)
+
+
+def test_data_type_and_rank_filters():
+    for seed in range(40 * SCALE):
+        graph = generate(seed, "small", data_types=frozenset({T.TENSOR_QUANT8_ASYMM_SIGNED}))
+        _check_valid(graph)
+        main = graph.operations[: len(graph.model.main.operations)]
+        assert all("Q8AS" in r.data_type for r in main)
+    for seed in range(40 * SCALE):
+        graph = generate(seed, "single", ranks=frozenset({3}))
+        _check_valid(graph)
+        assert graph.operations[0].rank == 3
+
+
+def test_impossible_filter_fails_cleanly():
+    with pytest.raises(GenerationError):
+        generate(
+            0,
+            "single",
+            operations=frozenset({O.CONV_2D}),
+            versions=(HalVersion.V1_0,),
+            data_types=frozenset({T.TENSOR_FLOAT16}),
+        )
+
+
+# --- determinism and replay -------------------------------------------------------------
+
+
+def _fingerprint(graph) -> dict:
+    return graph.test_model.to_json()
+
+
+@pytest.mark.parametrize("preset", ["single", "small", "large"])
+def test_same_seed_same_graph_and_same_spec_bytes(preset):
+    for seed in (0, 7, 123):
+        a, b = generate(seed, preset), generate(seed, preset)
+        assert a.choices == b.choices
+        assert _fingerprint(a) == _fingerprint(b)
+        assert a.dump() == b.dump()
+    assert _fingerprint(generate(1, preset)) != _fingerprint(generate(2, preset))
+
+
+def test_a_seed_sweep_walks_the_operation_and_data_type_pairs():
+    from randomgraph.generator.core import Generator
+
+    pairs = Generator(resolve_config("single"), PrngSource(0)).operation_pairs()
+    assert len(pairs) == 398 + 2 - 2  # every declared pair; IF and WHILE count once each
+    for seed in (0, 1, 57, 200, 397, 398):
+        graph = generate(seed, "single")
+        op, key, _ = pairs[seed % len(pairs)]
+        assert graph.operations[0].operation == op
+        if key is not None:
+            assert graph.operations[0].data_type == key
+        assert graph.choices[0] == seed % len(pairs)
+
+
+def test_every_operation_has_a_rule_in_the_matching_family():
+    from driver.operations import FAMILIES as DRIVER_FAMILIES
+    from randomgraph.generator.rules import FAMILIES, RULES
+
+    assert set(RULES) == set(STANDARD_OPERATIONS)
+    driver_names = [f.__name__.rsplit(".", 1)[-1] for f in DRIVER_FAMILIES]
+    assert [f.__name__.rsplit(".", 1)[-1] for f in FAMILIES] == driver_names
+    for rules_family, driver_family in zip(FAMILIES, DRIVER_FAMILIES):
+        assert set(rules_family.RULES) == {d.type for d in driver_family.DECLARATIONS}
+
+
+def test_regenerating_from_the_recorded_choices_gives_the_same_graph():
+    for preset in ("single", "small", "large"):
+        for seed in (3, 44):
+            graph = generate(seed, preset)
+            again = regenerate(graph.choices, preset, name=graph.name)
+            assert _fingerprint(again) == _fingerprint(graph)
+
+
+def test_any_choice_sequence_gives_a_valid_graph():
+    rng = np.random.default_rng(5)
+    for k in range(60 * SCALE):
+        choices = rng.integers(0, 2**40, size=int(rng.integers(0, 400))).tolist()
+        if k % 3 == 0:
+            choices = [c % 3 for c in choices]  # shrunk-looking sequences
+        _check_valid(regenerate(choices, "small"))
+
+
+def test_byte_source_graphs_are_valid_even_from_no_bytes():
+    _check_valid(generate_from_bytes(b""))
+    rng = np.random.default_rng(8)
+    for _ in range(60 * SCALE):
+        data = rng.integers(0, 256, size=int(rng.integers(1, 600)), dtype=np.uint8).tobytes()
+        _check_valid(generate_from_bytes(data, "small"))
+
+
+# --- Hypothesis ---------------------------------------------------------------------------
+
+
+def test_hypothesis_shrinks_to_a_single_operation():
+    ops = [O.ADD, O.MUL, O.RELU, O.CONV_2D, O.SOFTMAX, O.RESHAPE, O.CONCATENATION, O.TANH]
+    graph = find(
+        valid_models(max_operations=4, operations=ops),
+        lambda g: O.CONV_2D in g.operation_types,
+        settings=settings(
+            max_examples=150,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+    assert [r.operation for r in graph.operations] == [O.CONV_2D]
+    _check_valid(graph)
+
+
+HYPOTHESIS_CONFIG = resolve_config("small", num_ops=3, min_ops=1, max_dim=10, sweep=False)
+
+
+@given(valid_models("small", max_operations=3))
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+def test_hypothesis_graphs_are_valid_and_replay(graph):
+    _check_valid(graph)
+    again = regenerate(graph.choices, HYPOTHESIS_CONFIG, name=graph.name)
+    assert _fingerprint(again) == _fingerprint(graph)
+
+
+# --- structure ----------------------------------------------------------------------------
+
+
+def _produced_and_consumed_quant(model) -> bool:
+    main = model.main
+    produced = {i for op in main.operations for i in op.outputs}
+    return any(
+        i in produced and main.operands[i].type in QUANT8_TYPES
+        for op in main.operations
+        for i in op.inputs
+    )
+
+
+def test_quantized_multi_operation_graphs_connect():
+    connected = 0
+    n = 100 * SCALE
+    for seed in range(n):
+        graph = generate(
+            seed,
+            "small",
+            data_types=frozenset({T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED}),
+        )
+        connected += _produced_and_consumed_quant(graph.model)
+    assert connected > n // 2, f"only {connected}/{n} quantized graphs connect"
+    # Unfiltered large graphs chain quantized tensors too.
+    assert any(_produced_and_consumed_quant(generate(s, "large").model) for s in range(10))
+
+
+def test_lifetimes_unknown_dims_and_features_all_occur():
+    seen = set()
+    for seed in range(200 * SCALE):
+        graph = generate(seed, "small")
+        for sg in (graph.model.main, *graph.model.referenced):
+            for o in sg.operands:
+                seen.add(L(o.lifetime).name)
+                if o.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+                    seen.add("per-channel")
+                if o.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT) and (
+                    not o.dimensions or 0 in o.dimensions
+                ):
+                    seen.add("unknown dims")
+        if graph.relaxed:
+            seen.add("relaxed")
+    for want in (
+        "CONSTANT_COPY",
+        "CONSTANT_REFERENCE",
+        "NO_VALUE",
+        "SUBGRAPH",
+        "TEMPORARY_VARIABLE",
+        "per-channel",
+        "unknown dims",
+        "relaxed",
+    ):
+        assert want in seen
+
+
+def test_control_flow_nests():
+    nested = False
+    for seed in range(80 * SCALE):
+        graph = generate(seed, "small", operations=frozenset({O.IF, O.WHILE}))
+        _check_valid(graph)
+        for sg in graph.model.referenced:
+            if any(op.type in (O.IF, O.WHILE) for op in sg.operations):
+                nested = True
+        Executor(graph.model).run(graph.inputs)
+    assert nested
+
+
+def _lstm_features(model):
+    """(cifg, peephole, projection, projection bias, layer norm) of each LSTM (27 inputs)."""
+    main = model.main
+    found = set()
+    for op in main.operations:
+        if op.type != O.LSTM or len(op.inputs) != 27:
+            continue
+        omitted = [main.operands[i].lifetime == L.NO_VALUE for i in op.inputs]
+        found.add((omitted[1], omitted[10], not omitted[16], not omitted[17], not omitted[24]))
+    return found
+
+
+def test_lstm_optional_operand_combinations():
+    combos = set()
+    for seed in range(400 * SCALE):
+        graph = generate(
+            seed, "single", operations=frozenset({O.LSTM}), versions=(HalVersion.V1_2,)
+        )
+        combos |= _lstm_features(graph.model)
+    # Every combination the declaration accepts: CIFG x peephole x (no projection,
+    # projection, projection + bias) x layer norm.
+    assert len(combos) == 2 * 2 * 3 * 2
+
+
+# --- execution and specs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("preset, count", [("single", 60), ("small", 40), ("large", 10)])
+def test_generated_graphs_run_on_the_reference(preset, count):
+    for seed in range(count * SCALE):
+        graph = generate(seed, preset)
+        outputs = Executor(graph.model).run(graph.inputs)
+        assert len(outputs) == len(graph.model.main.output_indexes)
+        for k, out in enumerate(outputs):
+            operand = graph.model.main.operands[graph.model.main.output_indexes[k]]
+            if (
+                operand.type in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
+                and k not in graph.ignored_outputs
+            ):
+                # Inputs are kept in range: no operation overflows or divides by zero.
+                assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (
+                    f"{graph.name}: output {k} not finite"
+                )
+
+
+def test_dumped_specs_load_back_identically(tmp_path: Path):
+    def normalized(test):
+        d = test.to_json()
+        for sg in [d["main"], *d["referenced"]]:
+            for o in sg["operands"]:
+                o.pop("name")
+        return d
+
+    # Few, small graphs: loading a spec costs an inspect.stack() per operand.
+    for preset, seeds in (("single", range(12)), ("small", range(6)), ("large", range(1))):
+        for seed in seeds:
+            graph = generate(seed, preset, max_dim=6, max_elements=200)
+            expected = graph.with_expected()
+            path = tmp_path / f"{graph.name}.mod.py"
+            path.write_text(graph.dump())
+            (back,) = load_spec(path)
+            assert back.name == graph.name
+            assert normalized(back) == normalized(expected)
+
+
+# --- coverage -------------------------------------------------------------------------------
+
+
+def test_a_thousand_single_operation_seeds_cover_every_operation_and_data_type():
+    cov = Coverage()
+    for seed in range(1000):
+        cov.add(generate(seed, "single"))
+    assert cov.missing_operations() == []
+    assert cov.missing_data_types() == {}
+    table = cov.table()
+    assert "NOT GENERATED" not in table
+    assert "102/102 operations" in table
+
+
+# --- dims solver ----------------------------------------------------------------------------
+
+
+def test_dim_solver_satisfies_its_constraints():
+    for seed in range(200):
+        s = DimSolver(PrngSource(seed), max_dim=50, max_elements=500)
+        n, h, w, c = s.tensor(4)
+        k = s.var(1, 5)
+        out = s.var()
+        s.le(k, h)
+        s.mul(c, 4, s.var())
+        s.eq(out, w)
+        s.multiple(h, 2)
+        values = s.solve()
+        assert len(values) == len(s.variables)
+        assert n.value * h.value * w.value * c.value <= 500
+        assert k.value <= h.value and c.value % 4 == 0 and out.value == w.value
+        assert h.value % 2 == 0
+
+
+def test_dim_solver_reports_impossible_problems_quickly():
+    s = DimSolver(PrngSource(0), max_dim=10, max_elements=100)
+    a, b = s.var(5, 10), s.var(1, 3)
+    s.le(a, b)
+    start = time.perf_counter()
+    with pytest.raises(Unsatisfiable):
+        s.solve()
+    s2 = DimSolver(PrngSource(0), max_dim=10, max_elements=10)
+    s2.prod_le([s2.var(4, 10), s2.var(4, 10)])
+    with pytest.raises(Unsatisfiable):
+        s2.solve()
+    assert time.perf_counter() - start < 1.0
+
+
+def test_generate_with_a_custom_source_and_config():
+    config = resolve_config("small", num_ops=3, max_dim=8, max_elements=64)
+    graph = generate_with(PrngSource(99), config, name="custom")
+    _check_valid(graph)
+    assert graph.name == "custom"
+    for o in graph.model.main.operands:
+        assert (int(np.prod(o.dimensions)) if o.dimensions else 1) <= 64
