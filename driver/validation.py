@@ -846,15 +846,22 @@ class _StaticContext(OperationContext):
         if key in cache:
             return cache[key]
         o = self._input_operands[i]
-        decoder = _SCALAR_DECODERS.get(o.type) if o.lifetime == _LT_COPY else None
-        if decoder is not None and o.location.length == decoder[0].size:
-            value = decoder[0].unpack_from(self.model.operand_values, o.location.offset)[0]
-            if o.type == T.BOOL:
+        decoder = _SCALAR_UNPACKERS.get(o.type) if o.lifetime == _LT_COPY else None
+        loc = o.location
+        if decoder is not None and loc.length == decoder[1]:
+            value = decoder[0](self.model.operand_values, loc.offset)[0]
+            if decoder[2]:
                 value = value != 0
         else:
             value = OperationContext.scalar(self, i)  # raises Unknown if not a constant
         cache[key] = value
         return value
+
+
+# type -> (unpack_from, byte size, is BOOL): what _StaticContext.scalar needs in one lookup.
+_SCALAR_UNPACKERS: dict[int, tuple[Any, int, bool]] = {
+    int(t): (st.unpack_from, st.size, t == T.BOOL) for t, (st, _) in _SCALAR_DECODERS.items()
+}
 
 
 def _context_by_init(t, in_ops, out_ops, shapes, values, version, relaxed, where, model):
@@ -888,6 +895,7 @@ def _context_by_slots(t, in_ops, out_ops, shapes, values, version, relaxed, wher
     ctx.executor = None
     ctx.model = model
     ctx.run_state = None
+    ctx._memo = None
     return ctx
 
 
@@ -921,10 +929,13 @@ def _check_operations(
     sg = model.subgraph(sg_index)
     name = subgraph_name(sg_index)
     operands = sg.operands
-    # Static shapes: () for scalars, the dims when fully specified, else None (unknown).
+    # Static shapes: () for scalars, the dims when fully specified, else None (unknown,
+    # and for omitted inputs, which hooks see as None; an output is never NO_VALUE).
     scalar_types = _SCALAR_TYPE_CODES
     shapes: list[tuple[int, ...] | None] = [
-        ()
+        None
+        if o.lifetime == _LT_NO_VALUE
+        else ()
         if o.type in scalar_types
         else o.dimensions
         if o.dimensions and 0 not in o.dimensions
@@ -935,10 +946,14 @@ def _check_operations(
     scalars: dict[int, Any] = {}
     relaxed = model.relax_computation_float32_to_float16
     make_context = _make_context
+    op_names = _OP_NAMES
     need = _V10
     for step, op in enumerate(sg.operations):
         t = op.type
-        where = f"{name}, operation {step} ({_op_name(t)})"
+        op_name = op_names.get(t)
+        if op_name is None:
+            op_name = operation_type_name(t)
+        where = f"{name}, operation {step} ({op_name})"
         required = _V10
         decl = None
         if t == _OEM_OPERATION:
@@ -959,7 +974,7 @@ def _check_operations(
                 t,
                 in_ops,
                 out_ops,
-                [None if o.lifetime == _LT_NO_VALUE else shapes[i] for i, o in zip(inputs, in_ops)],
+                [shapes[i] for i in inputs],
                 _ConstantValues(model, sg, inputs, known_values),
                 version,
                 relaxed,
@@ -1029,8 +1044,8 @@ def _check_operations(
 
 _make_context = _choose_context_factory()
 
-# Per declaration (held, so its id stays unique): (in types, out types, omitted inputs) ->
-# the lowest matching signature version, or None.
+# Per declaration (held, so its id stays unique): (input types, an omitted one as -1 - type;
+# output types) -> the lowest matching signature version, or None.
 _SIGNATURE_CACHES: dict[int, tuple[Any, dict[tuple, HalVersion | None]]] = {}
 _SIGNATURE_CACHE_LIMIT = 1 << 12
 
@@ -1038,16 +1053,23 @@ _SIGNATURE_CACHE_LIMIT = 1 << 12
 def match_signature(decl, in_ops, out_ops, where: str) -> HalVersion:
     """The lowest HAL version among the declaration's signatures that these operand
     types match; INVALID_ARGUMENT if none does."""
-    in_types = tuple([o.type for o in in_ops])
-    out_types = tuple([o.type for o in out_ops])
-    omitted = tuple([k for k, o in enumerate(in_ops) if o.lifetime == _LT_NO_VALUE])
     entry = _SIGNATURE_CACHES.get(id(decl))
     if entry is None or entry[0] is not decl:
         entry = (decl, {})
         _SIGNATURE_CACHES[id(decl)] = entry
     cache = entry[1]
-    key = (in_types, out_types, omitted)
+    # One pass builds the key: an omitted input's type code is stored as -1 - code
+    # (type codes are non-negative), so types and omitted positions are both in it.
+    key = (
+        tuple([~o.type if o.lifetime == _LT_NO_VALUE else o.type for o in in_ops]),
+        tuple([o.type for o in out_ops]),
+    )
     best = cache.get(key, False)
+    in_types = out_types = omitted = ()
+    if best is False or best is None:
+        in_types = tuple([o.type for o in in_ops])
+        out_types = key[1]
+        omitted = tuple([k for k, o in enumerate(in_ops) if o.lifetime == _LT_NO_VALUE])
     if best is False:
         best = None
         for sig in decl.signatures:

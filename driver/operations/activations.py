@@ -279,38 +279,43 @@ _FIXED_OUTPUT = {
 }
 
 
+# Plain int sets: validation runs this per operation, and enum attribute lookups cost.
+_ANY_RANK = frozenset({int(OperationType.HARD_SWISH), int(OperationType.ELU)})
+_RELUS = frozenset({int(OperationType.RELU), int(OperationType.RELU1), int(OperationType.RELU6)})
+
+
 def _validate_activation(ctx: OperationContext) -> HalVersion | None:
     op = ctx.operation_type
-    if op not in (OperationType.HARD_SWISH, OperationType.ELU):
+    if op not in _ANY_RANK:
         ctx.check_rank(0, max_rank=4)
     t = ctx.input_type(0)
     if t not in QUANT8_ASYMM_TYPES:
         return None
     (si, zi), (so, zo) = quant_params(ctx, 0), quant_params(ctx, 0, output=True)
-    if op in (OperationType.RELU, OperationType.RELU1, OperationType.RELU6):
-        ctx.check(
-            (so, zo) == (si, zi),
-            f"output 0 must have the input's scale and zero point ({si}, {zi}), got ({so}, {zo})",
-        )
+    # Messages are built only on failure.
+    if op in _RELUS:
+        if (so, zo) != (si, zi):
+            raise ctx.invalid(
+                f"output 0 must have the input's scale and zero point ({si}, {zi}), "
+                f"got ({so}, {zo})"
+            )
     elif op in _FIXED_OUTPUT:
         scale, zp_u, zp_s = _FIXED_OUTPUT[op]
         zp = zp_s if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else zp_u
-        ctx.check(
-            so == f32(scale) and zo == zp,
-            f"output 0 of {OperationType(op).name} must have scale {scale} and zero point {zp}, "
-            f"got ({so}, {zo})",
-        )
-        ctx.check(
-            _input_rescale(si) is not None,
-            f"input 0 scale {si} is too small (scale * 2^27 must exceed 1)",
-        )
+        if not (so == f32(scale) and zo == zp):
+            raise ctx.invalid(
+                f"output 0 of {OperationType(op).name} must have scale {scale} and zero point "
+                f"{zp}, got ({so}, {zo})"
+            )
+        if _input_rescale(si) is None:
+            raise ctx.invalid(f"input 0 scale {si} is too small (scale * 2^27 must exceed 1)")
     elif op == OperationType.HARD_SWISH:
         _, out_e, _, _ = _hard_swish_params(si, so)
-        ctx.check(
-            out_e <= 0,
-            f"input 0 scale {si} / (128 * output scale {so}) must be below 1 "
-            "(hardSwishQuant's output multiplier)",
-        )
+        if out_e > 0:
+            raise ctx.invalid(
+                f"input 0 scale {si} / (128 * output scale {so}) must be below 1 "
+                "(hardSwishQuant's output multiplier)"
+            )
     return None
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from driver.hal.types import (
 
 T = OperandType
 Shape = tuple[int, ...]
+R = TypeVar("R")
 
 
 class Unknown(Exception):
@@ -208,6 +209,7 @@ class OperationContext:
 
     __slots__ = (
         "_input_operands",
+        "_memo",
         "_output_operands",
         "executor",
         "location",
@@ -247,6 +249,7 @@ class OperationContext:
         self.executor = executor  # set at run time; control flow uses it to run subgraphs
         self.model = model  # the whole Model (control flow reads referenced subgraphs)
         self.run_state: Any = None  # driver.executor.RunState at run time (deadline, loops)
+        self._memo: dict[Any, Any] | None = None  # see once()
 
     # --- counts and operands --------------------------------------------------------
     @property
@@ -319,6 +322,20 @@ class OperationContext:
             raise Unknown(f"shape of output {i}")
         return s
 
+    def once(self, compute: Callable[[OperationContext], R]) -> R:
+        """``compute(self)``, computed once per context (keyed by ``compute``; a raised
+        exception is not remembered). For what ``validate`` and ``infer_shapes`` both
+        derive from the inputs, such as an operation's checked scalar parameters: the
+        validator calls both hooks on one context. Kernels should not rely on it (a test
+        double may swap ``values`` before calling ``execute``)."""
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        elif compute in memo:
+            return memo[compute]
+        result = memo[compute] = compute(self)
+        return result
+
     # --- errors ---------------------------------------------------------------------
     def invalid(self, message: str) -> HalError:
         where = f"{self.location}: " if self.location else ""
@@ -334,12 +351,13 @@ class OperationContext:
         if s is None:
             return
         r = len(s)
+        # Messages are built only on failure: validation runs this for most operations.
         if exact is not None:
-            self.check(r == exact, f"input {i} must have rank {exact}, got shape {list(s)}")
-        else:
-            self.check(
-                min_rank <= r <= max_rank,
-                f"input {i} must have rank {min_rank}..{max_rank}, got shape {list(s)}",
+            if r != exact:
+                raise self.invalid(f"input {i} must have rank {exact}, got shape {list(s)}")
+        elif not min_rank <= r <= max_rank:
+            raise self.invalid(
+                f"input {i} must have rank {min_rank}..{max_rank}, got shape {list(s)}"
             )
 
 

@@ -9,6 +9,8 @@ int32 accumulation of zero-point-offset products plus bias, ``QuantizeMultiplier
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from driver.hal.types import HalVersion, OperationType
@@ -20,34 +22,34 @@ from driver.operations.base import (
     dtype_of,
 )
 from driver.operations.base import T as _T
-from driver.operations.conv import QUANT8, check_activation, declared_rank, requantize
+from driver.operations.conv import QUANT8, check_activation, declared_rank, f32, requantize
 from driver.operations.quant import apply_activation_float
 
 V = HalVersion
 
 
 def _validate(ctx: OperationContext) -> HalVersion | None:
+    # Messages are built only on failure: validation runs these hooks per operation.
     r = declared_rank(ctx, 0)
-    if r is not None:
-        ctx.check(2 <= r <= 4, f"input 0 must have rank 2..4, got rank {r}")
+    if r is not None and not 2 <= r <= 4:
+        raise ctx.invalid(f"input 0 must have rank 2..4, got rank {r}")
     for i, want in ((1, 2), (2, 1)):
         r = declared_rank(ctx, i)
-        if r is not None:
-            ctx.check(r == want, f"input {i} must have rank {want}, got rank {r}")
+        if r is not None and r != want:
+            raise ctx.invalid(f"input {i} must have rank {want}, got rank {r}")
     check_activation(ctx, 3)
     if ctx.input_type(0) not in QUANT8:
         return None
-    product = np.float32(ctx.input_scale(0)) * np.float32(ctx.input_scale(1))
-    bias_scale = np.float32(ctx.input_scale(2))
-    ctx.check(
-        abs(float(product) - float(bias_scale)) <= 1e-6 * min(float(product), float(bias_scale)),
-        f"input 2 (bias) scale must equal input scale * weights scale = {float(product)!r}, "
-        f"got {float(bias_scale)!r}",
-    )
+    # The float32 product of float32 scales (their double product is exact, rounded once).
+    product = f32(f32(ctx.input_scale(0)) * f32(ctx.input_scale(1)))
+    bias_scale = f32(ctx.input_scale(2))
+    if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
+        raise ctx.invalid(
+            f"input 2 (bias) scale must equal input scale * weights scale = {product!r}, "
+            f"got {bias_scale!r}"
+        )
     # Before HAL 1.2 the output scale had to exceed inputScale * weightsScale.
-    if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (
-        np.float32(ctx.output_scale(0)) > product
-    ):
+    if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
         return V.V1_2
     return None
 
@@ -57,20 +59,18 @@ def _infer(ctx: OperationContext) -> list[Shape]:
     ctx.check_rank(1, exact=2)
     ctx.check_rank(2, exact=1)
     num_units, input_size = ctx.shape(1)
-    ctx.check(
-        num_units > 0 and input_size > 0,
-        f"input 1 (weights) must be non-empty, got shape {list(ctx.shape(1))}",
-    )
-    elements = int(np.prod(ctx.shape(0)))
-    ctx.check(
-        elements % input_size == 0,
-        f"input 0 has {elements} elements (shape {list(ctx.shape(0))}), not a multiple of "
-        f"the weights' input size {input_size}",
-    )
-    ctx.check(
-        ctx.shape(2)[0] == num_units,
-        f"input 2 (bias) has {ctx.shape(2)[0]} elements, the weights have {num_units} units",
-    )
+    if num_units <= 0 or input_size <= 0:
+        raise ctx.invalid(f"input 1 (weights) must be non-empty, got shape {list(ctx.shape(1))}")
+    elements = math.prod(ctx.shape(0))  # Python ints: no int64 wrap, no numpy call cost
+    if elements % input_size != 0:
+        raise ctx.invalid(
+            f"input 0 has {elements} elements (shape {list(ctx.shape(0))}), not a multiple of "
+            f"the weights' input size {input_size}"
+        )
+    if ctx.shape(2)[0] != num_units:
+        raise ctx.invalid(
+            f"input 2 (bias) has {ctx.shape(2)[0]} elements, the weights have {num_units} units"
+        )
     return [(elements // input_size, num_units)]
 
 

@@ -59,10 +59,10 @@ def _axis(ctx: OperationContext, i: int | None, rank: int) -> int:
     if i is None or i >= ctx.num_inputs:
         return rank - 1
     axis = ctx.scalar(i)
-    ctx.check(
-        -rank <= axis < rank,
-        f"input {i} (axis) must be in [{-rank}, {rank}) for rank {rank}, got {axis}",
-    )
+    if not -rank <= axis < rank:  # messages only on failure: validation runs these often
+        raise ctx.invalid(
+            f"input {i} (axis) must be in [{-rank}, {rank}) for rank {rank}, got {axis}"
+        )
     return axis % rank
 
 
@@ -70,8 +70,8 @@ def _check_rank_1_to_4(ctx: OperationContext, max_rank: int | None = 4) -> int |
     r = declared_rank(ctx, 0)
     if r is not None:
         ctx.check(r >= 1, "input 0 must have rank >= 1, got a scalar")
-        if max_rank is not None:
-            ctx.check(r <= max_rank, f"input 0 must have rank <= {max_rank}, got rank {r}")
+        if max_rank is not None and r > max_rank:
+            raise ctx.invalid(f"input 0 must have rank <= {max_rank}, got rank {r}")
     return r
 
 
@@ -107,13 +107,14 @@ def _softmax_input_scaling(beta: float, input_scale: float) -> tuple[int, int] |
 
 
 def _softmax_params(ctx: OperationContext) -> float:
+    """The checked beta (the hooks read it through ``ctx.once``)."""
     beta = float(ctx.scalar(1))
-    ctx.check(beta > 0, f"input 1 (beta) must be > 0, got {beta}")
-    if ctx.input_type(0) in QUANT8:
-        ctx.check(
-            _softmax_input_scaling(beta, ctx.input_scale(0)) is not None,
+    if not beta > 0:
+        raise ctx.invalid(f"input 1 (beta) must be > 0, got {beta}")
+    if ctx.input_type(0) in QUANT8 and _softmax_input_scaling(beta, ctx.input_scale(0)) is None:
+        raise ctx.invalid(
             f"input 1 (beta) {beta} times the input scale {ctx.input_scale(0)} is too small "
-            "for the quantized kernel (beta * scale * 2**26 must exceed 1)",
+            "for the quantized kernel (beta * scale * 2**26 must exceed 1)"
         )
     return beta
 
@@ -133,7 +134,7 @@ def _validate_softmax(ctx: OperationContext) -> HalVersion | None:
             f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
         )
     with contextlib.suppress(Unknown):
-        _softmax_params(ctx)
+        ctx.once(_softmax_params)
     with contextlib.suppress(Unknown):
         if r is not None:
             _axis(ctx, 2, r)
@@ -142,7 +143,7 @@ def _validate_softmax(ctx: OperationContext) -> HalVersion | None:
 
 def _infer_softmax(ctx: OperationContext) -> list[Shape]:
     ctx.check_rank(0, min_rank=1, max_rank=4)
-    _softmax_params(ctx)
+    ctx.once(_softmax_params)
     _axis(ctx, 2, len(ctx.shape(0)))
     return [ctx.shape(0)]
 

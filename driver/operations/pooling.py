@@ -9,8 +9,6 @@ kernels do not rescale), and the fused activation clamps in that quantized domai
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -29,6 +27,7 @@ from driver.operations.conv import (
     ConvParams,
     ParamForm,
     check_declared_rank,
+    f32,
     from_nhwc,
     layout_shape,
     out_size,
@@ -42,12 +41,19 @@ V = HalVersion
 _I, _B = _T.INT32, _T.BOOL
 
 
+# Explicit: 10 inputs (+ layout); implicit: 7 (+ layout). Built once: a frozen dataclass
+# costs microseconds to construct, and validation reads the form of every pooling.
+_EXPLICIT = ParamForm((1, 2, 3, 4), (5, 6), 9, None)
+_EXPLICIT_LAYOUT = ParamForm((1, 2, 3, 4), (5, 6), 9, 10)
+_IMPLICIT = ParamForm((1,), (2, 3), 6, None)
+_IMPLICIT_LAYOUT = ParamForm((1,), (2, 3), 6, 7)
+
+
 def _form(ctx: OperationContext) -> ParamForm:
-    """Explicit: 10 inputs (+ layout); implicit: 7 (+ layout)."""
     n = ctx.num_inputs
     if n >= 10:
-        return ParamForm((1, 2, 3, 4), (5, 6), 9, 10 if n == 11 else None, extra=None)
-    return ParamForm((1,), (2, 3), 6, 7 if n == 8 else None)
+        return _EXPLICIT_LAYOUT if n == 11 else _EXPLICIT
+    return _IMPLICIT_LAYOUT if n == 8 else _IMPLICIT
 
 
 def _filter_positions(ctx: OperationContext) -> tuple[int, int]:
@@ -55,55 +61,62 @@ def _filter_positions(ctx: OperationContext) -> tuple[int, int]:
 
 
 def _params(ctx: OperationContext) -> tuple[ConvParams, int, int]:
+    """The checked scalar parameters and the filter height and width (``validate`` and
+    ``infer_shapes`` read them through ``ctx.once``)."""
     p = read_params(ctx, _form(ctx))
     iw, ih = _filter_positions(ctx)
     fw, fh = ctx.scalar(iw), ctx.scalar(ih)
-    ctx.check(fw > 0, f"input {iw} (filter width) must be > 0, got {fw}")
-    ctx.check(fh > 0, f"input {ih} (filter height) must be > 0, got {fh}")
+    if fw <= 0:
+        raise ctx.invalid(f"input {iw} (filter width) must be > 0, got {fw}")
+    if fh <= 0:
+        raise ctx.invalid(f"input {ih} (filter height) must be > 0, got {fh}")
     return p, fh, fw
 
 
-def _geometry(ctx: OperationContext):
-    p, fh, fw = _params(ctx)
+def _geometry(ctx: OperationContext, params: tuple[ConvParams, int, int] | None = None):
+    p, fh, fw = _params(ctx) if params is None else params
     ctx.check_rank(0, exact=4)
     n, h, w, c = spatial_dims(ctx.shape(0), p.nchw)
-    ctx.check(
-        h > 0 and w > 0 and c > 0,
-        f"input 0 must have non-zero height, width and depth, got shape {list(ctx.shape(0))}",
-    )
+    if h <= 0 or w <= 0 or c <= 0:
+        raise ctx.invalid(
+            f"input 0 must have non-zero height, width and depth, got shape {list(ctx.shape(0))}"
+        )
     pads = p.resolve(h, w, fh, fw)
     # PoolingParam::initialize: a window never lies entirely in the padding.
-    ctx.check(
-        fw > pads[0] and fw > pads[1] and fh > pads[2] and fh > pads[3],
-        f"padding {list(pads)} (left, right, top, bottom) must be smaller than the "
-        f"{fh}x{fw} filter",
-    )
+    if not (fw > pads[0] and fw > pads[1] and fh > pads[2] and fh > pads[3]):
+        raise ctx.invalid(
+            f"padding {list(pads)} (left, right, top, bottom) must be smaller than the "
+            f"{fh}x{fw} filter"
+        )
     oh = out_size(h, fh, p.stride_h, pads[2], pads[3])
     ow = out_size(w, fw, p.stride_w, pads[0], pads[1])
-    ctx.check(
-        oh > 0 and ow > 0,
-        f"the {fh}x{fw} filter does not fit the {h}x{w} input with padding {list(pads)}",
-    )
+    if oh <= 0 or ow <= 0:
+        raise ctx.invalid(
+            f"the {fh}x{fw} filter does not fit the {h}x{w} input with padding {list(pads)}"
+        )
     return p, fh, fw, pads, n, oh, ow, c
 
 
 def _validate(ctx: OperationContext) -> HalVersion | None:
     check_declared_rank(ctx, 0, 4)
-    if ctx.input_type(0) in QUANT8:
-        ctx.check(
-            np.float32(ctx.output_scale(0)) == np.float32(ctx.input_scale(0))
-            and ctx.output_zero_point(0) == ctx.input_zero_point(0),
+    if ctx.input_type(0) in QUANT8 and not (
+        f32(ctx.output_scale(0)) == f32(ctx.input_scale(0))
+        and ctx.output_zero_point(0) == ctx.input_zero_point(0)
+    ):
+        raise ctx.invalid(
             "output 0 must have the scale and zero point of input 0: "
             f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)}) vs "
-            f"({ctx.input_scale(0)}, {ctx.input_zero_point(0)})",
+            f"({ctx.input_scale(0)}, {ctx.input_zero_point(0)})"
         )
-    with contextlib.suppress(Unknown):
-        _params(ctx)
+    try:  # noqa: SIM105 - contextlib.suppress costs more than this whole check
+        ctx.once(_params)
+    except Unknown:
+        pass
     return None
 
 
 def _infer(ctx: OperationContext) -> list[Shape]:
-    p, _, _, _, n, oh, ow, c = _geometry(ctx)
+    p, _, _, _, n, oh, ow, c = _geometry(ctx, ctx.once(_params))
     return [layout_shape(n, oh, ow, c, p.nchw)]
 
 
