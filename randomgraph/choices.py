@@ -30,6 +30,7 @@ arithmetic (wrapping, bit-exact everywhere), so a 10,000-element tensor costs on
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, MutableSequence, Sequence
 from typing import Any, TypeVar
 
@@ -57,7 +58,7 @@ def splitmix64(state: int) -> tuple[int, int]:
     return state, z ^ (z >> 31)
 
 
-class ChoiceSource:
+class ChoiceSource(abc.ABC):
     """The interface the generator draws from. Subclasses implement :meth:`_draw`."""
 
     def __init__(self) -> None:
@@ -65,8 +66,9 @@ class ChoiceSource:
         self._forced: list[int] = []
 
     # --- the primitive --------------------------------------------------------------
-    def _draw(self, n: int) -> int:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _draw(self, n: int) -> int:
+        """A raw draw in ``[0, n)`` from the underlying source."""
 
     def draw(self, n: int) -> int:
         """An integer in ``[0, n)``; 0 is the simplest. ``n`` may be as large as 2^64."""

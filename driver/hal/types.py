@@ -10,6 +10,7 @@ This module holds vocabulary only; it imports nothing from the rest of the proje
 
 from __future__ import annotations
 
+import abc
 import enum
 from dataclasses import dataclass, field
 from typing import Any
@@ -310,7 +311,7 @@ class Subgraph:
     output_indexes: tuple[int, ...] = ()
 
 
-class MemoryHandle:
+class MemoryHandle(abc.ABC):
     """What a :class:`Memory` carries: a mapping of the pool's bytes, and its file
     descriptor where it has one (so it can be passed to another process).
 
@@ -318,8 +319,9 @@ class MemoryHandle:
 
     fd: int = -1
 
-    def buffer(self) -> memoryview:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def buffer(self) -> memoryview:
+        """The pool's bytes (writable)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
