@@ -12,6 +12,7 @@ a short lock, so concurrent writers never crash or block forever.
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 import weakref
 from collections.abc import Sequence
@@ -26,40 +27,35 @@ from driver.hal.types import (
     Memory,
     Operand,
     non_extension_size_of_data,
-    operand_type_name,
     tensor_has_unspecified_dimensions,
 )
 from driver.memory import pool_buffer
 from driver.operations.base import array_from_bytes, array_to_bytes
+from driver.validation import UINT32_MAX, combine_dimensions, validate_buffer_desc_and_roles
 
 
 def _invalid(msg: str) -> HalError:
     return HalError(ErrorStatus.INVALID_ARGUMENT, msg)
 
 
-def merge_dims(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Combine two partial shapes (0 = unknown dim, () = unknown rank); None if they
-    contradict."""
-    if not a:
-        return b
-    if not b:
-        return a
-    if len(a) != len(b):
-        return None
-    out = []
-    for x, y in zip(a, b):
-        if x and y and x != y:
-            return None
-        out.append(x or y)
-    return tuple(out)
+def _uint32_dims(dimensions: Sequence[int]) -> tuple[int, ...]:
+    """``dimensions`` as HIDL's ``vec<uint32_t>`` (numpy integers welcome); anything else,
+    floats and strings included, is INVALID_ARGUMENT rather than a Python exception."""
+    try:
+        dims: tuple[int, ...] | None = tuple(operator.index(d) for d in dimensions)
+    except TypeError:
+        dims = None
+    if dims is None or not all(0 <= d <= UINT32_MAX for d in dims):
+        raise _invalid(f"copy_from dimensions {dimensions!r} are not all uint32")
+    return dims
 
 
 class DriverBuffer:
     """``IBuffer``: the device-side tensor behind a memory-domain token."""
 
-    def __init__(self, operand: Operand, dims: tuple[int, ...], roles: set[tuple[int, int, bool]]):
-        self.operand = operand
-        self.dims = dims  # declared (possibly partial) dims
+    def __init__(self, operand: Operand, roles: set[tuple[int, int, bool]]):
+        self.operand = operand  # what every role agrees on, their dims combined
+        self.dims = dims = operand.dimensions  # declared (possibly partial) dims
         self.roles = roles  # {(id(prepared model), io_index, is_output)}
         self.token = 0
         self._lock = threading.Lock()
@@ -82,14 +78,14 @@ class DriverBuffer:
             raise HalError(
                 ErrorStatus.GENERAL_FAILURE, f"buffer token {self.token} is uninitialized"
             )
-        if request_dims and merge_dims(request_dims, dims) is None:
+        if request_dims and combine_dimensions(request_dims, dims) is None:
             raise _invalid(
                 f"buffer token {self.token} holds dims {list(dims)}, request says {list(request_dims)}"
             )
         return array_from_bytes(type_code, dims, data)
 
     def fits(self, shape: tuple[int, ...]) -> bool:
-        return merge_dims(self.dims, tuple(shape)) is not None
+        return combine_dimensions(self.dims, tuple(shape)) is not None
 
     def write(self, arr: np.ndarray, type_code: int) -> None:
         data = array_to_bytes(arr, type_code)
@@ -121,9 +117,10 @@ class DriverBuffer:
         try:
             if not isinstance(src, Memory):
                 raise _invalid("copy_from source is not a memory pool")
-            dims = merge_dims(self.dims, tuple(int(d) for d in dimensions))
+            requested = _uint32_dims(dimensions)
+            dims = combine_dimensions(self.dims, requested)
             if dims is None:
-                raise _invalid(f"copy_from dims {list(dimensions)} contradict {list(self.dims)}")
+                raise _invalid(f"copy_from dims {list(requested)} contradict {list(self.dims)}")
             if tensor_has_unspecified_dimensions(self.operand.type, dims):
                 raise _invalid(f"copy_from leaves dims unspecified: {list(dims)}")
             size = non_extension_size_of_data(self.operand.type, dims)
@@ -156,49 +153,14 @@ class BufferRegistry:
         input_roles: Sequence[BufferRole],
         output_roles: Sequence[BufferRole],
     ) -> tuple[DriverBuffer, int]:
-        if not input_roles and not output_roles:
-            raise _invalid("allocate needs at least one role")
-        operand: Operand | None = None
-        dims: tuple[int, ...] | None = tuple(desc.dimensions)
-        roles: set[tuple[int, int, bool]] = set()
-        for is_output, role_list in ((False, input_roles), (True, output_roles)):
-            for n, role in enumerate(role_list):
-                kind = "output" if is_output else "input"
-                if not 0 <= role.model_index < len(prepared_models):
-                    raise _invalid(f"{kind} role {n}: model index {role.model_index} out of range")
-                pm = prepared_models[role.model_index]
-                if getattr(pm, "device", None) is not device:
-                    raise _invalid(f"{kind} role {n}: prepared model is not from this device")
-                main = pm.model.main
-                io = main.output_indexes if is_output else main.input_indexes
-                if not 0 <= role.io_index < len(io):
-                    raise _invalid(f"{kind} role {n}: {kind} index {role.io_index} out of range")
-                if not (0.0 < role.frequency <= 1.0):
-                    raise _invalid(f"{kind} role {n}: frequency {role.frequency} not in (0, 1]")
-                key = (id(pm), role.io_index, is_output)
-                if key in roles:
-                    raise _invalid(f"{kind} role {n} is listed twice")
-                roles.add(key)
-                this = main.operands[io[role.io_index]]
-                if operand is None:
-                    operand = this
-                elif (this.type, this.scale, this.zero_point, this.extra_params) != (
-                    operand.type,
-                    operand.scale,
-                    operand.zero_point,
-                    operand.extra_params,
-                ):
-                    raise _invalid(
-                        f"{kind} role {n}: operand {operand_type_name(this.type)} "
-                        f"scale {this.scale} zp {this.zero_point} differs from the other roles"
-                    )
-                dims = merge_dims(dims, this.dimensions) if dims is not None else None
-                if dims is None:
-                    raise _invalid(
-                        f"{kind} role {n}: dims {list(this.dimensions)} contradict other roles"
-                    )
-        assert operand is not None
-        buf = DriverBuffer(operand, dims or (), roles)
+        # The descriptor and roles are checked by the one ``validateMemoryDesc``; what it
+        # cannot know is which device a prepared model belongs to.
+        alloc = validate_buffer_desc_and_roles(desc, input_roles, output_roles, prepared_models)
+        for mi in sorted({mi for mi, _, _ in alloc.roles}):
+            if getattr(prepared_models[mi], "device", None) is not device:
+                raise _invalid(f"allocate: model {mi} is not a prepared model of this device")
+        roles = {(id(prepared_models[mi]), io, kind == "output") for mi, kind, io in alloc.roles}
+        buf = DriverBuffer(alloc.operand, roles)
         with self._lock:
             token = next(self._tokens)
             buf.token = token

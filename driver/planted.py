@@ -29,7 +29,7 @@ from driver.operations import REGISTRY
 from driver.operations.base import OperationContext, OperationDeclaration, dtype_of
 from driver.operations.quant import activation_range_quantized, quantize_multiplier
 
-O = OperationType
+O = OperationType  # noqa: E741 - the project's spelling of operation references
 T = OperandType
 QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 

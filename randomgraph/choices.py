@@ -45,10 +45,6 @@ REAL_RESOLUTION = 1 << 53
 """Reals are drawn as an integer in [0, 2^53) and scaled (every float64 mantissa)."""
 
 
-def _rotl(x: int, k: int) -> int:
-    return ((x << k) | (x >> (64 - k))) & MASK64
-
-
 def splitmix64(state: int) -> tuple[int, int]:
     """One splitmix64 step: (new state, output). Used to seed xoshiro256**."""
     state = (state + 0x9E3779B97F4A7C15) & MASK64

@@ -1013,13 +1013,6 @@ def same_failure(a: DiffResult, b: DiffResult) -> bool:
     return a.outcome == b.outcome and (a.signature == b.signature or not a.signature)
 
 
-def results_block(result: DiffResult, driver: str) -> dict[str, list[np.ndarray]]:
-    """The ``# Results from ...`` blocks of a failing spec: the driver's actual outputs."""
-    if result.actual is None:
-        return {}
-    return {driver: list(result.actual)}
-
-
 __all__ = [
     "CRITERIA_NAMES",
     "EXECUTION_PATHS",

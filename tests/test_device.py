@@ -490,6 +490,17 @@ def test_allocate_role_rules(device):
     )
 
 
+@pytest.mark.parametrize("dims", [("x", 3), None, 6, (2.5, 3), (-2, -3), (2**32, 1)], ids=repr)
+def test_copy_from_rejects_malformed_dimensions(device, dims):
+    # HIDL's vec<uint32_t>: anything else is INVALID_ARGUMENT, never a Python exception
+    # and never silently truncated (2.5 used to pass as 2).
+    pm = prepare(device, add_model())
+    _, buf, _ = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+    src = memory_from_bytes(b"\0" * 24)
+    assert buf.copy_from(src, dims) == ErrorStatus.INVALID_ARGUMENT
+    assert buf.copy_from(src, (np.int64(2), 3)) == ErrorStatus.NONE
+
+
 def test_concurrent_buffer_writers_never_crash_or_block(device):
     m = add_model()
     pm = prepare(device, m)

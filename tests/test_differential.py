@@ -29,7 +29,7 @@ from randomgraph.differential import (
 from randomgraph.metamorphic import RELATIONS, check_relations, variants
 from randomgraph.testmodel import TestModel
 
-O = OperationType
+O = OperationType  # noqa: E741 - the project's spelling of operation references
 
 
 def add_test(

@@ -23,7 +23,7 @@ from randomgraph.minimize import MinimizeOptions, fingerprint, minimize, resized
 from randomgraph.spec.dumper import dump_spec
 from randomgraph.testmodel import TestModel
 
-O = OperationType
+O = OperationType  # noqa: E741 - the project's spelling of operation references
 
 
 def graph(act: int = 1, dims=(4, 3)) -> TestModel:

@@ -30,10 +30,14 @@ from driver.operations.elementwise import (
 from driver.operations.quant import (
     INT32_MAX,
     activation_range_quantized,
+    exp_on_negative_values,
+    one_over_one_plus_x_for_x_in_0_1,
     quant_range,
     quantize_multiplier,
     rounding_divide_by_pot,
+    rounding_half_sum,
     saturating_rounding_doubling_high_mul,
+    saturating_rounding_multiply_by_pot,
 )
 
 V = HalVersion
@@ -50,85 +54,27 @@ def _wrap32(x: np.ndarray) -> np.ndarray:
     return ((x + 2**31) & 0xFFFFFFFF) - 2**31
 
 
-def _sat_rounding_mul_pot(x: np.ndarray, exponent: int) -> np.ndarray:
-    """gemmlowp ``SaturatingRoundingMultiplyByPOT<exponent>`` on int32."""
-    if exponent == 0:
-        return x
-    if exponent < 0:
-        return _rdbpot(x, -exponent)
-    threshold = (1 << (31 - exponent)) - 1
-    shifted = _wrap32(x << exponent)
-    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, -(2**31), shifted))
-
-
-def _rounding_half_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    s = a + b
-    t = s + np.where(s >= 0, 1, -1)
-    return np.where(t >= 0, t // 2, -((-t) // 2))  # C++ division truncates
-
-
-def _exp_on_interval_between_negative_one_quarter_and_0_excl(a: np.ndarray) -> np.ndarray:
-    constant_term = 1895147668  # exp(-1/8) in Q0.31
-    constant_1_over_3 = 715827883
-    x = a + (1 << 28)  # Taylor expansion around -1/8
-    x2 = _srdhm(x, x)
-    x3 = _srdhm(x2, x)
-    x4 = _srdhm(x2, x2)
-    x4_over_4 = _sat_rounding_mul_pot(x4, -2)
-    poly = _sat_rounding_mul_pot(_srdhm(x4_over_4 + x3, constant_1_over_3) + x2, -1)
-    return constant_term + _srdhm(constant_term, x + poly)
-
-
-_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-               (2, 39332535), (3, 720401), (4, 242))  # fmt: skip
-
-
-def _exp_on_negative_values(a: np.ndarray, integer_bits: int) -> np.ndarray:
-    """gemmlowp ``exp_on_negative_values``: Q(integer_bits) input <= 0, Q0.31 output."""
-    fractional_bits = 31 - integer_bits
-    one_quarter = 1 << (fractional_bits - 2)
-    mask = one_quarter - 1
-    a_mod_quarter_minus_one_quarter = (a & mask) - one_quarter
-    result = _exp_on_interval_between_negative_one_quarter_and_0_excl(
-        _sat_rounding_mul_pot(a_mod_quarter_minus_one_quarter, integer_bits)
-    )
-    remainder = a_mod_quarter_minus_one_quarter - a
-    for exponent, multiplier in _EXP_BARREL:
-        if integer_bits > exponent:
-            bit = 1 << (fractional_bits + exponent)
-            result = np.where((remainder & bit) != 0, _srdhm(result, multiplier), result)
-    if integer_bits > 5:
-        clamp = -(1 << (36 - integer_bits))
-        result = np.where(a < clamp, 0, result)
-    return np.where(a == 0, INT32_MAX, result)
-
-
 def _newton_reciprocal_q2(half_denominator: np.ndarray) -> np.ndarray:
     """1 / half_denominator in Q2.29 (three Newton-Raphson steps from 48/17 - 32/17 d)."""
     x = 1515870810 + _srdhm(half_denominator, -1010580540)
     for _ in range(3):
         half_denominator_times_x = _srdhm(half_denominator, x)
         one_minus = (1 << 29) - half_denominator_times_x
-        x = x + _sat_rounding_mul_pot(_srdhm(x, one_minus), 2)
+        x = x + saturating_rounding_multiply_by_pot(_srdhm(x, one_minus), 2)
     return x
 
 
-def _one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
-    x = _newton_reciprocal_q2(_rounding_half_sum(a, INT32_MAX))
-    return _sat_rounding_mul_pot(x, 1)  # Rescale<0>(ExactMulByPot<-1>(x))
-
-
 def _one_minus_x_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
-    x = _newton_reciprocal_q2(_rounding_half_sum(a, INT32_MAX))
-    return _sat_rounding_mul_pot(x - (1 << 29), 2)  # Rescale<0>(x - 1)
+    x = _newton_reciprocal_q2(rounding_half_sum(a, INT32_MAX))
+    return saturating_rounding_multiply_by_pot(x - (1 << 29), 2)  # Rescale<0>(x - 1)
 
 
 def fixed_point_logistic(a: np.ndarray, integer_bits: int = 4) -> np.ndarray:
     """gemmlowp ``logistic``: Q(integer_bits) raw in, Q0.31 raw out."""
     positive = a > 0
     abs_input = np.where(positive, a, -a)
-    result_if_positive = _one_over_one_plus_x_for_x_in_0_1(
-        _exp_on_negative_values(-abs_input, integer_bits)
+    result_if_positive = one_over_one_plus_x_for_x_in_0_1(
+        exp_on_negative_values(-abs_input, integer_bits)
     )
     result_if_negative = INT32_MAX - result_if_positive
     return np.where(a == 0, 1 << 30, np.where(positive, result_if_positive, result_if_negative))
@@ -139,7 +85,7 @@ def fixed_point_tanh(a: np.ndarray, integer_bits: int = 4) -> np.ndarray:
     negative = a < 0
     n = np.where(negative, a, -a)
     # neg_tanh_on_negative_values: ExactMulByPot<1> keeps the raw value, one more integer bit.
-    t = _one_minus_x_over_one_plus_x_for_x_in_0_1(_exp_on_negative_values(n, integer_bits + 1))
+    t = _one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, integer_bits + 1))
     return np.where(a == 0, 0, np.where(negative, -t, t))
 
 

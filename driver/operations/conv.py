@@ -159,10 +159,6 @@ def f32(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
-def is_float16(type_code: int) -> bool:
-    return type_code == _T.TENSOR_FLOAT16
-
-
 # ---------------------------------------------------------------------------------------
 # Parameters: the positions of each input form, read and checked once
 # ---------------------------------------------------------------------------------------

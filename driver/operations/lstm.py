@@ -52,6 +52,7 @@ from driver.operations.base import (
 )
 from driver.operations.base import T as _T
 from driver.operations.quant import (
+    inv_sqrt_quantized_multiplier_exp,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     rounding_divide_by_pot,
@@ -1003,48 +1004,6 @@ class FixedPoint:
 
 FX16 = FixedPoint(16)
 FX32 = FixedPoint(32)
-
-
-def _count_leading_zeros_u32(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.int64)
-    bits = np.zeros(x.shape, dtype=np.int64)
-    for k in range(32):
-        bits = np.where(x >= (1 << k), k + 1, bits)
-    return 32 - bits
-
-
-def inv_sqrt_quantized_multiplier_exp(x: np.ndarray, reverse_shift: int):
-    """tflite ``GetInvSqrtQuantizedMultiplierExp`` on an array of int32 inputs:
-    (multipliers, shifts)."""
-    x = np.asarray(x, dtype=np.int64)
-    small = x <= 1
-    shift = np.full(x.shape, 11, dtype=np.int64)
-    # Bring each input below 2^29 (dividing by 4 at a time); a handful of iterations.
-    for _ in range(2):
-        big = x >= (1 << 29)
-        x = np.where(big, x // 4, x)
-        shift = shift + big
-    safe = np.where(small, 2, x)
-    max_left_shift_bits = _count_leading_zeros_u32(safe) - 1
-    left_shift_bit_pairs = max_left_shift_bits // 2 - 1
-    shift = shift - left_shift_bit_pairs
-    safe = safe << (2 * left_shift_bit_pairs)
-    fx = FX32
-    fixedpoint_input = safe >> 1  # F3
-    fixedpoint_half_input = fx.multiply_by_pot(fixedpoint_input, -1)
-    fixedpoint_half_three = (1 << 28) + (1 << 27)
-    r = np.full(x.shape, fx.one(3), dtype=np.int64)
-    for _ in range(5):
-        x3 = fx.rescale(fx.mul(fx.mul(r, r), r), 9, 3)
-        r = fx.rescale(
-            fx.sub(fx.mul(fixedpoint_half_three, r), fx.mul(fixedpoint_half_input, x3)), 6, 3
-        )
-    r = fx.mul(r, 1518500250)  # * sqrt(2)/2 (F0)
-    neg = shift < 0
-    r = np.where(neg, fx.wrap(r << np.where(neg, -shift, 0)), r)
-    shift = np.where(neg, 0, shift)
-    shift = shift * reverse_shift
-    return np.where(small, fx.max, r), np.where(small, 0, shift)
 
 
 def checked_log2(x: float) -> tuple[bool, int]:

@@ -160,7 +160,9 @@ def test_float32_matches_direct(case, op):
     # The kernel interpolates in float32 (as Android does): its error scales with the
     # input magnitude, not with the (possibly cancelling) result.
     atol = 8 * np.finfo(np.float32).eps * max(1.0, float(np.abs(x).max()))
-    np.testing.assert_allclose(got, ref(x.astype(np.float64), oh, ow, align, half), rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(
+        got, ref(x.astype(np.float64), oh, ow, align, half), rtol=1e-5, atol=atol
+    )
 
 
 @given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))

@@ -57,7 +57,7 @@ def _inner(t: Tensor) -> Tensor:
     )
 
 
-def _outer(g: OpGen, inner: Tensor) -> Tensor:
+def _outer(inner: Tensor) -> Tensor:
     """An outer output with ``inner``'s type, shape and quantization."""
     t = Tensor(
         inner.type,
@@ -173,7 +173,7 @@ def if_(g: OpGen):
     cond = g.data(T.TENSOR_BOOL8, dims=(1,), accept=lambda t: t.declared is None)
     g.primary_type = outer_ins[0].type
     ins = [cond, g.subgraph(then), g.subgraph(else_)] + [pairs[id(t)] for t in then.inputs]
-    outs = [_outer(g, t) for t in then.outputs]
+    outs = [_outer(t) for t in then.outputs]
     for o, a, b in zip(outs, then.outputs, else_.outputs):
         o.lo, o.hi = min(a.lo, b.lo), max(a.hi, b.hi)
     return _control_flow(g, ins, outs)
@@ -310,7 +310,7 @@ def _nested_if(g: OpGen, graph: Graph, x: Tensor, counter: Tensor):
     then.outputs = [inner_out]
     else_ = _clone(then, g.src, depth)
     h = OpGen(g.gen, graph, O.IF)
-    out = _outer(h, inner_out)
+    out = _outer(inner_out)
     out.dims, out.declared = x.dims, None
     ins = [cond, h.subgraph(then), h.subgraph(else_), x]
     lo, hi = fn_then((x.lo, x.hi))
@@ -380,12 +380,11 @@ def while_(g: OpGen):
         bound_fns.append(fn)
     body.outputs = outs_inner
 
-    h = g
-    outs = [_outer(h, start)]
+    outs = [_outer(start)]
     outs[0].lo, outs[0].hi = start.lo, float(bound_value)
     max_trips = bound_value - int(start.lo)
     for x, fn in zip(carried, bound_fns):
-        o = _outer(h, x)
+        o = _outer(x)
         lo, hi = x.lo, x.hi
         b = (x.lo, x.hi)
         for _ in range(max(max_trips, 0)):
