@@ -491,6 +491,7 @@ class ReferencePreparedModel:
     ) -> ExecutionResult:
         start_us = started_us if started_us is not None else _now_us()
         dev = self.device
+        out_buffers: list[DriverBuffer] = []
         try:
             if measure not in (MeasureTiming.NO, MeasureTiming.YES):
                 raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid MeasureTiming {measure}")
@@ -528,8 +529,10 @@ class ReferencePreparedModel:
             dev._fail(e)
             if VLOG.execution:
                 vlog("execution", "%s: execution failed: %s", dev.config.name, e)
-            # A failed execution leaves its driver-managed outputs uninitialized.
-            for buf in locals().get("out_buffers") or ():
+            # A failed execution leaves its driver-managed outputs uninitialized. (Not
+            # ``locals()``: its snapshot would hold ``e``, whose traceback holds this frame,
+            # keeping the caller's frames, pools and buffers alive until a GC cycle.)
+            for buf in out_buffers:
                 buf.invalidate()
             return e.status, [], NO_TIMING
         if VLOG.execution:
