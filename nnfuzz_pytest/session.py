@@ -1,0 +1,240 @@
+"""The run's state: which driver, which budget, what ran and what failed.
+
+The plugin creates one :class:`NNSession` per pytest run that has ``--nn-driver``; the
+conformance properties and the fixtures read it through :func:`active`.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import hashlib
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from driver.hal.types import ErrorStatus, HalVersion, OperationType
+from nnfuzz_pytest.budget import BUDGETS, Budget, property_settings
+from nnfuzz_pytest.harness import DriverCrash, DriverHang, DriverUnderTest
+from nnfuzz_pytest.strategies import FAMILIES, Case, generated_models, one_operation_models
+
+V = HalVersion
+
+
+@dataclass
+class NNSession:
+    spec: str  # the --nn-driver value
+    driver: DriverUnderTest
+    budget: Budget
+    profile: str
+    operations: frozenset[int] | None = None  # --nn-ops
+    save_failures: Path | None = None
+    corpus: list[Path] = field(default_factory=list)
+    isolate: str = "auto"
+    runs: collections.Counter = field(default_factory=collections.Counter)
+    last_failure: dict[str, Case] = field(default_factory=dict)
+    _support: dict[tuple, bool] = field(default_factory=dict)
+    _isolated: Any = None
+
+    @property
+    def version(self) -> HalVersion:
+        return self.driver.version
+
+    # --- what to generate -------------------------------------------------------------
+    def supported_operations(self) -> frozenset[int]:
+        """The generated operations the driver supports (asked once, on a small model of
+        each family), so a partial driver is tested on what it claims to run."""
+        if "ops" not in self._support:
+            ops = set()
+            for family_ops, _ in FAMILIES.values():
+                for op in family_ops:
+                    if self.operations is not None and op not in self.operations:
+                        continue
+                    if self._probe(op):
+                        ops.add(op)
+            self._support["ops"] = frozenset(ops)
+        return self._support["ops"]
+
+    def _probe(self, op: int) -> bool:
+        case = first_case(self.version, op)
+        if case is None:
+            return False  # nothing of this operation exists at this HAL version
+        try:
+            status, supported = self.driver.supported(case.model)
+        except (DriverHang, DriverCrash):
+            return True  # let the properties find (and shrink) the problem
+        # A rejection of a valid model is itself a finding: keep the operation so that
+        # the validation properties report it.
+        return status != ErrorStatus.NONE or (bool(supported) and all(supported))
+
+    def models(self, **kw) -> st.SearchStrategy[Case]:
+        """Valid cases for the driver: its HAL version, ``--nn-ops``, what it supports.
+        The generated one-operation families, plus the random-graph generator's graphs
+        (restricted to ``--nn-ops`` when given) unless ``types``/``layout`` narrow the
+        request to what only the families produce."""
+        ops = set(kw.pop("operations", None) or self.supported_operations())
+        ops &= set(self.supported_operations())
+        if kw.get("layout"):
+            from nnfuzz_pytest.strategies import LAYOUT_OPERATIONS
+
+            ops &= LAYOUT_OPERATIONS
+        own = one_operation_models(self.version, operations=ops, **kw) if ops else None
+        graphs = None
+        if kw.get("types") is None and not kw.get("layout"):
+            graphs = generated_models(self.version, operations=self.operations)
+        choices = [s for s in (own, graphs) if s is not None]
+        return st.one_of(choices) if choices else st.nothing()
+
+    def settings(self, weight: float = 1.0) -> settings:
+        return property_settings(self.budget, self.profile, weight)
+
+    # --- failures ---------------------------------------------------------------------
+    def save_failure(self, name: str) -> Path | None:
+        """Write the last failing case of property ``name`` as a spec file."""
+        case = self.last_failure.get(name)
+        if case is None or self.save_failures is None:
+            return None
+        from randomgraph.spec.dumper import dump_spec
+        from randomgraph.testmodel import TestModel
+
+        try:
+            expected = case.expected()
+        except Exception:
+            return None  # no reference result (the failure is about validity)
+        digest = hashlib.sha1(repr(case).encode()).hexdigest()[:10]
+        test_name = f"{name.removeprefix('test_')}_{digest}"
+        test = TestModel.from_hal(test_name, case.model, list(case.inputs), expected)
+        test.min_supported_version = None if case.model.relaxed else V.V1_0
+        from nnfuzz_pytest.checks import criteria_for
+
+        # The pragma makes the spec runner judge it as the property did.
+        header = (
+            f"nnfuzz conformance: {name} failed on driver {self.spec}\n{case!r}\n"
+            f"nnfuzz-criteria: {criteria_for(case.model).name}"
+        )
+        self.save_failures.mkdir(parents=True, exist_ok=True)
+        path = self.save_failures / f"{test_name}.mod.py"
+        path.write_text(dump_spec(test, header=header))
+        return path
+
+
+def first_case(version: HalVersion, op: int) -> Case | None:
+    """A deterministic small valid case with operation ``op`` (None if there is none at
+    ``version``): one generated example, no shrinking."""
+    from hypothesis import Phase
+
+    found: list[Case] = []
+
+    @settings(
+        database=None, max_examples=1, derandomize=True, phases=[Phase.generate], deadline=None
+    )
+    @given(one_operation_models(version, operations={op}))
+    def grab(case: Case) -> None:
+        found.append(case)
+
+    try:
+        grab()
+    except Exception:
+        return None
+    return found[0] if found else None
+
+
+_ACTIVE: NNSession | None = None
+
+
+def activate(session: NNSession | None) -> None:
+    global _ACTIVE
+    _ACTIVE = session
+
+
+def current() -> NNSession | None:
+    return _ACTIVE
+
+
+def active() -> NNSession:
+    """The run's session; skips the test when no ``--nn-driver`` was given."""
+    if _ACTIVE is None:
+        pytest.skip("no driver under test: run pytest with --nn-driver NAME|module:callable")
+    return _ACTIVE
+
+
+def require_version(minimum: HalVersion, what: str) -> None:
+    """Skip (with the reason) when the driver's HAL version lacks ``what``."""
+    version = active().version
+    if version < minimum:
+        pytest.skip(f"{what} needs HAL {minimum.label}; the driver is HAL {version.label}")
+
+
+def models(**kw) -> st.SearchStrategy[Case]:
+    """Valid cases for the active driver (resolved when first drawn)."""
+    return st.deferred(lambda: active().models(**kw))
+
+
+def _case_in(args: tuple, kwargs: dict) -> Case | None:
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, Case):
+            return v
+    return None
+
+
+def nn_property(
+    weight: float = 1.0, *, examples: str | None = None, shrink: bool = True, **strategies: Any
+) -> Callable:
+    """Make a conformance property: ``@given(**strategies)`` with the budget's settings
+    for ``weight`` (or the budget field named by ``examples``, e.g. ``"stress_models"``);
+    counts the examples run and remembers the last failing case. ``shrink=False`` for
+    properties whose every run is expensive (stress): the failing example is reported as
+    found."""
+
+    def decorate(fn: Callable) -> Callable:
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def body(*args, **kwargs):
+            session = _ACTIVE
+            if session is not None:
+                session.runs[name] += 1
+            try:
+                return fn(*args, **kwargs)
+            except (AssertionError, DriverHang, DriverCrash):
+                case = _case_in(args, kwargs)
+                if session is not None and case is not None:
+                    session.last_failure[name] = case
+                raise
+
+        test = given(**strategies)(body)
+        session = _ACTIVE
+        base = (
+            session.settings(weight)
+            if session
+            else property_settings(BUDGETS["quick"], "dev", weight)
+        )
+        changes: dict[str, Any] = {}
+        if examples is not None:
+            budget = session.budget if session else BUDGETS["quick"]
+            changes["max_examples"] = int(getattr(budget, examples))
+        if not shrink:
+            changes["phases"] = [p for p in base.phases if p != Phase.shrink]
+        return settings(base, **changes)(test)
+
+    return decorate
+
+
+def operation_names(text: str) -> frozenset[int]:
+    names = [n.strip().upper() for n in text.split(",") if n.strip()]
+    out = set()
+    for n in names:
+        try:
+            out.add(OperationType[n])
+        except KeyError:
+            raise ValueError(f"unknown operation {n!r} in --nn-ops") from None
+    return frozenset(out)
+
+
+def restrict(ops: Collection[int] | None) -> frozenset[int] | None:
+    return None if ops is None else frozenset(ops)
