@@ -46,6 +46,7 @@ execution's clock starts when the fences it waits for have signalled.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import enum
 import errno
@@ -154,6 +155,19 @@ class _Pending:
 # ---------------------------------------------------------------------------------------
 
 
+_SPAWNER: concurrent.futures.ThreadPoolExecutor | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawner() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread that starts every child (it lives as long as the process)."""
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nnfuzz-spawner")
+        return _SPAWNER
+
+
 class _Child:
     """A child process serving the driver, its socket, reader and watchdog threads."""
 
@@ -176,14 +190,22 @@ class _Child:
         paths = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "driver.service", str(child_sock.fileno())],
-                pass_fds=(child_sock.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                env=env,
-                close_fds=True,
+            # Started from one long-lived thread: the child's parent-death signal
+            # (PR_SET_PDEATHSIG) fires when the *thread* that forked it ends, so a first
+            # call from a short-lived thread must not be the one that forks.
+            self.proc = (
+                _spawner()
+                .submit(
+                    subprocess.Popen,
+                    [sys.executable, "-m", "driver.service", str(child_sock.fileno())],
+                    pass_fds=(child_sock.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    close_fds=True,
+                )
+                .result()
             )
         finally:
             child_sock.close()
@@ -708,7 +730,7 @@ class IsolatedDevice:
         enc = self._model(model)
         if enc is None:
             return ErrorStatus.INVALID_ARGUMENT, None
-        p = Packer().blob(enc.data).u32(int(preference)).u32(int(priority)).opt_i64(deadline)
+        p = Packer().blob(enc.data).u32(preference).u32(priority).opt_i64(deadline)
         p.u32(len(enc.handles)).u32(len(model_cache)).u32(len(data_cache))
         if token is None:
             p.u8(0)

@@ -112,7 +112,13 @@ class Packer:
         return self
 
     def u32(self, v: int) -> Packer:
-        self.parts.append(_U32.pack(v))
+        """A uint32. A caller's out-of-range or non-int argument (a bad enum such as a
+        priority of -1) crosses as 0xFFFFFFFF, which the child rejects as the driver
+        would: an invalid argument stays invalid instead of breaking the transport."""
+        try:
+            self.parts.append(_U32.pack(v))
+        except (struct.error, TypeError):
+            self.parts.append(_U32.pack(0xFFFFFFFF))
         return self
 
     def u64(self, v: int) -> Packer:
@@ -120,8 +126,16 @@ class Packer:
         return self
 
     def opt_i64(self, v: int | None) -> Packer:
-        """None, or an int64 (deadlines, durations)."""
-        self.parts.append(b"\0" if v is None else b"\1" + _I64.pack(v))
+        """None, or an int64 (deadlines, durations). Out of range or not an int: -1,
+        which every receiver rejects as a negative time."""
+        if v is None:
+            self.parts.append(b"\0")
+            return self
+        try:
+            packed = _I64.pack(v)
+        except (struct.error, TypeError):
+            packed = _I64.pack(-1)
+        self.parts.append(b"\1" + packed)
         return self
 
     def blob(self, data: bytes) -> Packer:

@@ -72,6 +72,45 @@ def prepare(device, model):
 # --- every method across the boundary --------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"preference": -1},
+        {"priority": 2**40},
+        {"priority": None},
+        {"deadline": 2**70},
+        {"deadline": "soon"},
+    ],
+    ids=["negative-preference", "huge-priority", "none-priority", "huge-deadline", "str-deadline"],
+)
+def test_bad_prepare_arguments_are_invalid_not_a_transport_crash(isolated, kw):
+    status, pm = isolated.prepare_model(add_model(), **kw)
+    assert status == E.INVALID_ARGUMENT and pm is None
+    assert isolated.last_outcome == Outcome.FAILURE
+
+
+def test_a_child_started_from_a_short_lived_thread_outlives_it():
+    """The child's parent-death signal follows the thread that forked it: a restart
+    triggered from a short-lived thread must not tie the new child to that thread."""
+    import threading
+
+    with IsolatedDevice("tests.drivers:exiting", timeout=20) as device:
+        model = add_model()
+        pm = prepare(device, model)
+        assert pm.execute_synchronously(build_request(model, feeds(TRIGGER)).request)[0] == (
+            E.DEVICE_UNAVAILABLE
+        )
+        restarted: list = []
+        t = threading.Thread(target=lambda: restarted.append(device.prepare_model(model)))
+        t.start()
+        t.join(30)
+        assert restarted and restarted[0][0] == E.NONE and device.restarts == 1
+        time.sleep(0.5)  # the thread that started the new child is gone; the child is not
+        rb = build_request(model, feeds())
+        assert restarted[0][1].execute_synchronously(rb.request)[0] == E.NONE
+        assert rb.output_bytes(0) == expected() and device.restarts == 1
+
+
 def test_queries_cross_the_boundary(isolated):
     assert isinstance(isolated, Device)
     local = ReferenceDevice()
