@@ -42,34 +42,42 @@ def clustered_boxes(n: int, classes: int, size: float = 512.0) -> np.ndarray:
 
 def box_nms_case(kernel: int, n: int = 300, classes: int = 5):
     scores = rng.uniform(0, 1, (n, classes)).astype(np.float32)
-    return O.BOX_WITH_NMS_LIMIT, [
-        tensor(F32, scores),
-        tensor(F32, clustered_boxes(n, classes)),
-        tensor(I32, np.zeros(n, np.int32)),
-        scalar(T.FLOAT32, 0.05),  # score threshold
-        scalar(T.INT32, 100),  # max detections
-        scalar(T.INT32, kernel),
-        scalar(T.FLOAT32, 0.5),  # IoU threshold
-        scalar(T.FLOAT32, 0.5),  # sigma
-        scalar(T.FLOAT32, 0.05),  # NMS score threshold
-    ], [output(F32, (0,)), output(F32, (0, 4)), output(I32, (0,)), output(I32, (0,))]
+    return (
+        O.BOX_WITH_NMS_LIMIT,
+        [
+            tensor(F32, scores),
+            tensor(F32, clustered_boxes(n, classes)),
+            tensor(I32, np.zeros(n, np.int32)),
+            scalar(T.FLOAT32, 0.05),  # score threshold
+            scalar(T.INT32, 100),  # max detections
+            scalar(T.INT32, kernel),
+            scalar(T.FLOAT32, 0.5),  # IoU threshold
+            scalar(T.FLOAT32, 0.5),  # sigma
+            scalar(T.FLOAT32, 0.05),  # NMS score threshold
+        ],
+        [output(F32, (0,)), output(F32, (0, 4)), output(I32, (0,)), output(I32, (0,))],
+    )
 
 
 def roi_align_case():
     x = rng.standard_normal((1, 32, 32, 64)).astype(np.float32)
     boxes = clustered_boxes(64, 1, size=128.0)
-    return O.ROI_ALIGN, [
-        tensor(F32, x),
-        tensor(F32, boxes),
-        tensor(I32, np.zeros(64, np.int32)),
-        scalar(T.INT32, 7),
-        scalar(T.INT32, 7),
-        scalar(T.FLOAT32, 4.0),
-        scalar(T.FLOAT32, 4.0),
-        scalar(T.INT32, 2),
-        scalar(T.INT32, 2),
-        scalar(T.BOOL, False),
-    ], [output(F32, (64, 7, 7, 64))]
+    return (
+        O.ROI_ALIGN,
+        [
+            tensor(F32, x),
+            tensor(F32, boxes),
+            tensor(I32, np.zeros(64, np.int32)),
+            scalar(T.INT32, 7),
+            scalar(T.INT32, 7),
+            scalar(T.FLOAT32, 4.0),
+            scalar(T.FLOAT32, 4.0),
+            scalar(T.INT32, 2),
+            scalar(T.INT32, 2),
+            scalar(T.BOOL, False),
+        ],
+        [output(F32, (64, 7, 7, 64))],
+    )
 
 
 def roi_pooling_case():
@@ -79,75 +87,99 @@ def roi_pooling_case():
 
 def heatmap_case():
     hm = rng.standard_normal((100, 56, 56, 17)).astype(np.float32)
-    return O.HEATMAP_MAX_KEYPOINT, [
-        tensor(F32, hm),
-        tensor(F32, clustered_boxes(100, 1)),
-        scalar(T.BOOL, False),
-    ], [output(F32, (100, 17)), output(F32, (100, 17, 2))]
+    return (
+        O.HEATMAP_MAX_KEYPOINT,
+        [
+            tensor(F32, hm),
+            tensor(F32, clustered_boxes(100, 1)),
+            scalar(T.BOOL, False),
+        ],
+        [output(F32, (100, 17)), output(F32, (100, 17, 2))],
+    )
 
 
 def bbox_case():
-    return O.AXIS_ALIGNED_BBOX_TRANSFORM, [
-        tensor(F32, clustered_boxes(1000, 1)),
-        tensor(F32, rng.normal(0, 0.2, (1000, 4 * 81)).astype(np.float32)),
-        tensor(I32, np.zeros(1000, np.int32)),
-        tensor(F32, [[512.0, 512.0]]),
-    ], [output(F32, (1000, 4 * 81))]
+    return (
+        O.AXIS_ALIGNED_BBOX_TRANSFORM,
+        [
+            tensor(F32, clustered_boxes(1000, 1)),
+            tensor(F32, rng.normal(0, 0.2, (1000, 4 * 81)).astype(np.float32)),
+            tensor(I32, np.zeros(1000, np.int32)),
+            tensor(F32, [[512.0, 512.0]]),
+        ],
+        [output(F32, (1000, 4 * 81))],
+    )
 
 
 def detection_case(regular: bool):
     anchors = np.concatenate(
         [rng.uniform(0, 1, (1917, 2)), rng.uniform(0.05, 0.4, (1917, 2))], axis=1
     ).astype(np.float32)
-    return O.DETECTION_POSTPROCESSING, [
-        tensor(F32, rng.uniform(0, 1, (1, 1917, 91)).astype(np.float32) ** 4),
-        tensor(F32, rng.normal(0, 1, (1, 1917, 4)).astype(np.float32)),
-        tensor(F32, anchors),
-        *(scalar(T.FLOAT32, v) for v in (10.0, 10.0, 5.0, 5.0)),
-        scalar(T.BOOL, regular),
-        scalar(T.INT32, 10),
-        scalar(T.INT32, 1),
-        scalar(T.INT32, 100),
-        scalar(T.FLOAT32, 0.3),
-        scalar(T.FLOAT32, 0.6),
-        scalar(T.BOOL, False),
-    ], [output(F32, (1, 10)), output(F32, (1, 10, 4)), output(I32, (1, 10)), output(I32, (1,))]
+    return (
+        O.DETECTION_POSTPROCESSING,
+        [
+            tensor(F32, rng.uniform(0, 1, (1, 1917, 91)).astype(np.float32) ** 4),
+            tensor(F32, rng.normal(0, 1, (1, 1917, 4)).astype(np.float32)),
+            tensor(F32, anchors),
+            *(scalar(T.FLOAT32, v) for v in (10.0, 10.0, 5.0, 5.0)),
+            scalar(T.BOOL, regular),
+            scalar(T.INT32, 10),
+            scalar(T.INT32, 1),
+            scalar(T.INT32, 100),
+            scalar(T.FLOAT32, 0.3),
+            scalar(T.FLOAT32, 0.6),
+            scalar(T.BOOL, False),
+        ],
+        [output(F32, (1, 10)), output(F32, (1, 10, 4)), output(I32, (1, 10)), output(I32, (1,))],
+    )
 
 
 def proposals_case():
     h = w = 16
     a = 9
     anchors = np.concatenate([-rng.uniform(8, 64, (a, 2)), rng.uniform(8, 64, (a, 2))], axis=1)
-    return O.GENERATE_PROPOSALS, [
-        tensor(F32, rng.uniform(0, 1, (1, h, w, a)).astype(np.float32)),
-        tensor(F32, rng.normal(0, 0.3, (1, h, w, 4 * a)).astype(np.float32)),
-        tensor(F32, anchors.astype(np.float32)),
-        tensor(F32, [[256.0, 256.0]]),
-        scalar(T.FLOAT32, 16.0),
-        scalar(T.FLOAT32, 16.0),
-        scalar(T.INT32, 1000),
-        scalar(T.INT32, 300),
-        scalar(T.FLOAT32, 0.7),
-        scalar(T.FLOAT32, 2.0),
-        scalar(T.BOOL, False),
-    ], [output(F32, (0,)), output(F32, (0, 4)), output(I32, (0,))]
+    return (
+        O.GENERATE_PROPOSALS,
+        [
+            tensor(F32, rng.uniform(0, 1, (1, h, w, a)).astype(np.float32)),
+            tensor(F32, rng.normal(0, 0.3, (1, h, w, 4 * a)).astype(np.float32)),
+            tensor(F32, anchors.astype(np.float32)),
+            tensor(F32, [[256.0, 256.0]]),
+            scalar(T.FLOAT32, 16.0),
+            scalar(T.FLOAT32, 16.0),
+            scalar(T.INT32, 1000),
+            scalar(T.INT32, 300),
+            scalar(T.FLOAT32, 0.7),
+            scalar(T.FLOAT32, 2.0),
+            scalar(T.BOOL, False),
+        ],
+        [output(F32, (0,)), output(F32, (0, 4)), output(I32, (0,))],
+    )
 
 
 def lsh_case():
-    return O.LSH_PROJECTION, [
-        tensor(F32, rng.standard_normal((16, 8)).astype(np.float32)),
-        tensor(I32, rng.integers(0, 10000, (64, 4)).astype(np.int32)),
-        tensor(F32, rng.uniform(0, 1, 64).astype(np.float32)),
-        scalar(T.INT32, 2),
-    ], [output(I32, (128,))]
+    return (
+        O.LSH_PROJECTION,
+        [
+            tensor(F32, rng.standard_normal((16, 8)).astype(np.float32)),
+            tensor(I32, rng.integers(0, 10000, (64, 4)).astype(np.int32)),
+            tensor(F32, rng.uniform(0, 1, 64).astype(np.float32)),
+            scalar(T.INT32, 2),
+        ],
+        [output(I32, (128,))],
+    )
 
 
 def multinomial_case():
-    return O.RANDOM_MULTINOMIAL, [
-        tensor(F32, rng.standard_normal((8, 1000)).astype(np.float32)),
-        scalar(T.INT32, 1000),
-        tensor(I32, [17, 29]),
-    ], [output(I32, (8, 1000))]
+    return (
+        O.RANDOM_MULTINOMIAL,
+        [
+            tensor(F32, rng.standard_normal((8, 1000)).astype(np.float32)),
+            scalar(T.INT32, 1000),
+            tensor(I32, [17, 29]),
+        ],
+        [output(I32, (8, 1000))],
+    )
 
 
 CASES = [

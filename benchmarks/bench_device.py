@@ -19,9 +19,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from driver.builder import ModelBuilder, build_request  # noqa: E402
-from driver.device import ReferenceDevice  # noqa: E402
-from driver.hal.types import MeasureTiming, OperandType, OperationType  # noqa: E402
+from driver.builder import ModelBuilder, build_request
+from driver.device import ReferenceDevice
+from driver.hal.types import MeasureTiming, OperandType, OperationType
 
 
 def median_us(fn, n: int = 2000) -> float:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from randomgraph.spec.loader import find_specs, load_spec  # noqa: E402
+from randomgraph.spec.loader import find_specs, load_spec
 
 SPEC = """
 model = Model()
@@ -58,7 +58,9 @@ def main() -> int:
     t = time.perf_counter()
     total = sum(len(load_spec(s)) for s in corpus)
     dt = time.perf_counter() - t
-    print(f"{'corpus/specs (' + str(len(corpus)) + ' files)':34} {total:11} {dt:9.4f} {total / dt:9.0f}")
+    print(
+        f"{'corpus/specs (' + str(len(corpus)) + ' files)':34} {total:11} {dt:9.4f} {total / dt:9.0f}"
+    )
     return 0
 
 

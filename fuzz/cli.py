@@ -11,7 +11,11 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
+    "fuzz.commands.dot",
     "fuzz.commands.ops",
+    "fuzz.commands.generate",
+    "fuzz.commands.fuzz",
+    "fuzz.commands.random",
     "fuzz.commands.specs",
     "fuzz.commands.wire",
 )

@@ -21,14 +21,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from driver.registry import load_device  # noqa: E402
-from randomgraph.spec.runner import FAIL, PASS, SKIP, run_test_model  # noqa: E402
-from randomgraph.testmodel import TestModel  # noqa: E402
+from driver.registry import load_device
+from randomgraph.spec.runner import FAIL, PASS, SKIP, run_test_model
+from randomgraph.testmodel import TestModel
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dir", nargs="?", default=str(Path(__file__).resolve().parents[2] / "shared" / "cts-starter"))
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "dir",
+        nargs="?",
+        default=str(Path(__file__).resolve().parents[2] / "shared" / "cts-starter"),
+    )
     p.add_argument("-k", default="", help="only files/tests whose name contains this")
     p.add_argument("-v", action="store_true", help="print passing tests too")
     p.add_argument("--driver", default="reference")

@@ -131,6 +131,34 @@ def _windows(x: np.ndarray, fh: int, fw: int, p: ConvParams, pads, oh: int, ow: 
     ]
 
 
+def _reduce_windows(x: np.ndarray, fh, fw, p: ConvParams, pads, oh, ow, fill, op: str, dtype=None):
+    """``op`` ("max" or "sum") over each window: (N, OH, OW, C). A filter or padding
+    larger than the input (their declared sizes are bounded only by int32) is reduced
+    over the part of the input each window covers, as Android's kernels clip windows,
+    so memory and time follow the input and output, not the declared sizes."""
+    left, right, top, bottom = pads
+    h, w = x.shape[1], x.shape[2]
+    if fh <= h and fw <= w and top + bottom <= h and left + right <= w:
+        win = _windows(x, fh, fw, p, pads, oh, ow, fill)
+        return win.max(axis=(-2, -1)) if op == "max" else win.sum(axis=(-2, -1), dtype=dtype)
+
+    def clipped(a: np.ndarray, axis: int, n_out: int, stride: int, head: int, f: int):
+        parts = []
+        for o in range(n_out):  # output rows/columns: bounded by the output size
+            lo, hi = max(o * stride - head, 0), min(o * stride - head + f, a.shape[axis])
+            if hi > lo:
+                part = np.take(a, np.arange(lo, hi), axis=axis)
+                parts.append(
+                    part.max(axis=axis) if op == "max" else part.sum(axis=axis, dtype=dtype)
+                )
+            else:  # a window entirely in the padding
+                shape = a.shape[:axis] + a.shape[axis + 1 :]
+                parts.append(np.full(shape, fill, dtype=dtype or a.dtype))
+        return np.stack(parts, axis=axis)
+
+    return clipped(clipped(x, 1, oh, p.stride_h, top, fh), 2, ow, p.stride_w, left, fw)
+
+
 def _counts(h: int, w: int, fh: int, fw: int, p: ConvParams, pads, oh: int, ow: int) -> np.ndarray:
     """Number of real (unpadded) pixels under each window: (OH, OW, 1)."""
     left, _, top, _ = pads
@@ -153,22 +181,22 @@ def _pool(ctx: OperationContext, kind: str) -> list[np.ndarray]:
     if kind == "max":
         if quantized:
             fill = np.iinfo(x.dtype).min
-            out = _windows(x, fh, fw, p, pads, oh, ow, fill).max(axis=(-2, -1))
+            out = _reduce_windows(x, fh, fw, p, pads, oh, ow, fill, "max")
         else:
             xf = x.astype(np.float32, copy=False)
-            out = _windows(xf, fh, fw, p, pads, oh, ow, -np.inf).max(axis=(-2, -1))
+            out = _reduce_windows(xf, fh, fw, p, pads, oh, ow, -np.inf, "max")
     else:
         count = _counts(h, w, fh, fw, p, pads, oh, ow)
         if quantized:
             # Offset signed values to unsigned so both round identically.
             xi = x.astype(np.int64) + (128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
-            s = _windows(xi, fh, fw, p, pads, oh, ow, 0).sum(axis=(-2, -1))
+            s = _reduce_windows(xi, fh, fw, p, pads, oh, ow, 0, "sum")
             out = (s + count // 2) // count - (128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
         else:
             xf = x.astype(np.float32, copy=False)
             if kind == "l2":
                 xf = xf * xf
-            s = _windows(xf, fh, fw, p, pads, oh, ow, 0.0).sum(axis=(-2, -1), dtype=np.float32)
+            s = _reduce_windows(xf, fh, fw, p, pads, oh, ow, 0.0, "sum", np.float32)
             out = s / count.astype(np.float32)
             if kind == "l2":
                 out = np.sqrt(out)
