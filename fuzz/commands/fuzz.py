@@ -1,0 +1,257 @@
+"""``nnfuzz fuzz``: coverage-guided fuzz campaigns, regression replay and corpus merging."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_FOUND = 1
+EXIT_USAGE = 2
+
+EPILOG = """\
+targets (fuzz/targets/, docs/fuzzing.md):
+  model     wire bytes -> decode -> validate (-> supported operations, prepare)
+  request   a prepared fixture model + wire request bytes -> validate -> execute
+  execute   bytes -> valid random graph -> one mutation -> validate/prepare/execute
+  cache     prepare from fuzzed compilation-cache files and token
+  memory    memory-domain sequences: allocate, copy_to/copy_from, execute with tokens
+  (or the dotted path of a target module of your own)
+
+A campaign runs libFuzzer (atheris) in a child process on a working corpus
+(~/.cache/nnfuzz/fuzz/TARGET/corpus unless --work) plus the seeds in corpus/TARGET,
+then replays every crash/timeout/OOM, deduplicates by signature (kind, exception,
+innermost project frames), minimizes and stores one reproducer per new signature in
+corpus/crashes/TARGET/ (with a .json record), and prints a triage summary.
+
+exit status:
+  0  nothing found (--regress: every input replays cleanly)
+  1  findings (--regress: some input crashes, hangs or runs out of memory)
+  2  bad arguments
+
+examples:
+  nnfuzz fuzz model --time 600 --rss-limit-mb 2048 --timeout 5
+  nnfuzz fuzz execute --time 3600 --jobs 2
+  nnfuzz fuzz --regress                    # every target: seeds + stored reproducers
+  nnfuzz fuzz model --regress my_corpus/   # a directory, plus stored reproducers
+  nnfuzz fuzz model --merge                # campaign corpus -> corpus/model (new coverage)
+  nnfuzz fuzz model --time 60 --libfuzzer=-use_value_profile=1"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fuzz",
+        help="run a coverage-guided fuzz campaign (atheris/libFuzzer), replay or merge corpora",
+        description="Run a fuzz target under libFuzzer (through atheris) in a child process, "
+        "show progress, triage what it finds; or replay corpora and stored reproducers "
+        "(--regress), or merge corpora (--merge).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", nargs="?", help="a target name (default with --regress/--merge: all)")
+    p.add_argument(
+        "--time", type=float, default=60.0, help="seconds to fuzz (default 60; 0: no limit)"
+    )
+    p.add_argument(
+        "--jobs", type=int, default=1, help="parallel fuzzing processes (libFuzzer -fork)"
+    )
+    p.add_argument("--rss-limit-mb", type=int, default=2048, help="memory limit per input (MB)")
+    p.add_argument("--timeout", type=int, default=5, help="seconds per input before it is a hang")
+    p.add_argument("--max-len", type=int, help="largest input (default: the target's MAX_LEN)")
+    p.add_argument("--driver", help="device to fuzz: a registered name or module:callable")
+    p.add_argument("--work", type=Path, help="campaign directory (corpus, artifacts, log)")
+    p.add_argument(
+        "--crash-dir", type=Path, help="reproducer store (default corpus/crashes/TARGET)"
+    )
+    p.add_argument("--seed", type=int, help="libFuzzer random seed")
+    p.add_argument("--no-minimize", action="store_true", help="store reproducers as found")
+    p.add_argument("--minimize-time", type=int, default=30, help="seconds to minimize each")
+    p.add_argument(
+        "--regress",
+        nargs="*",
+        metavar="DIR",
+        help="replay DIRs (default: the seed corpus) and every stored reproducer; no fuzzing",
+    )
+    p.add_argument(
+        "--merge",
+        nargs="*",
+        metavar="DIR",
+        help="merge DIRs (default: the campaign corpus) into corpus/TARGET (new coverage only)",
+    )
+    p.add_argument("--list", action="store_true", help="list the targets")
+    p.add_argument(
+        "--libfuzzer",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="an extra libFuzzer flag, e.g. --libfuzzer=-use_value_profile=1 (repeatable)",
+    )
+    p.set_defaults(func=run)
+
+
+def _targets(args) -> list[str]:
+    from fuzz.targets import TARGETS
+
+    return [args.target] if args.target else list(TARGETS)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fuzz.targets import TARGETS, UnknownTarget, load, summary
+
+    if args.list:
+        for name in TARGETS:
+            print(f"{name:8} {summary(name)}")
+        return EXIT_OK
+    try:
+        for name in _targets(args):
+            load(name)
+    except UnknownTarget as e:
+        print(f"nnfuzz fuzz: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.regress is not None:
+        return regress(args)
+    if args.merge is not None:
+        return merge(args)
+    if not args.target:
+        print("nnfuzz fuzz: name a target (or use --list, --regress, --merge)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.jobs < 1 or args.time < 0:
+        print("nnfuzz fuzz: --jobs must be >= 1 and --time >= 0", file=sys.stderr)
+        return EXIT_USAGE
+    return campaign(args)
+
+
+def _crash_dir(args, target: str) -> Path:
+    from fuzz.campaign import CORPUS
+
+    if args.crash_dir is not None and args.target:
+        return args.crash_dir
+    return CORPUS / "crashes" / target
+
+
+def campaign(args) -> int:
+    from fuzz.campaign import CampaignConfig, run_campaign
+
+    extra = list(args.libfuzzer)
+    cfg = CampaignConfig(
+        args.target,
+        seconds=args.time or None,
+        jobs=args.jobs,
+        rss_limit_mb=args.rss_limit_mb,
+        timeout=args.timeout,
+        max_len=args.max_len,
+        work_dir=args.work,
+        crash_dir=_crash_dir(args, args.target),
+        driver=args.driver,
+        seed=args.seed,
+        minimize=not args.no_minimize,
+        minimize_seconds=args.minimize_time,
+        extra=extra,
+    )
+    live = _StatusLine()
+    result = run_campaign(cfg, say=live.say, progress=live.show)
+    live.clear()
+    s = result.stats
+    print(
+        f"{args.target}: {s.execs} runs in {result.seconds:.0f}s ({s.exec_per_s} exec/s), "
+        f"cov {s.cov}, ft {s.ft}, corpus {s.corpus} inputs, peak rss {s.rss_mb} MB"
+    )
+    print(f"corpus: {cfg.work / 'corpus'} (merge into corpus/{args.target} with --merge)")
+    return print_triage(result, cfg)
+
+
+class _StatusLine:
+    """libFuzzer's latest numbers on one rewritten line (only on a terminal); other
+    messages print above it."""
+
+    def __init__(self) -> None:
+        self.live = sys.stderr.isatty()
+        self.shown = False
+
+    def show(self, line: str) -> None:
+        if self.live:
+            sys.stderr.write("\r\033[K" + line[:200])
+            sys.stderr.flush()
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self.shown = False
+
+    def say(self, message: str) -> None:
+        self.clear()
+        print(message, flush=True)
+
+
+def print_triage(result, cfg) -> int:
+    if not result.artifacts:
+        print("triage: nothing found")
+        return EXIT_OK
+    print(f"triage: {len(result.artifacts)} artifact(s), {len(result.stored)} signature(s)")
+    for kept in result.stored:
+        o = kept.outcome
+        state = "NEW  " if kept.new else "known"
+        where = " <- ".join(reversed(o.frames)) or "(no project frame)"
+        print(f"  {state} {o.kind:7} {o.exception or '-':24} {where}")
+        if o.message:
+            print(f"        {o.message.splitlines()[0][:160]}")
+        print(f"        reproducer: {kept.path} ({kept.path.stat().st_size} bytes)")
+    for path in result.unreproduced:
+        print(f"  (did not reproduce in the replay worker: {path})")
+    return EXIT_FOUND if result.stored else EXIT_OK
+
+
+def regress(args) -> int:
+    from fuzz.campaign import CORPUS
+    from fuzz.triage import input_files, replay
+
+    failed = 0
+    total = 0
+    for target in _targets(args):
+        dirs = [Path(d) for d in args.regress] if args.regress else [CORPUS / target]
+        files = input_files([*dirs, _crash_dir(args, target)])
+        if not files:
+            print(f"{target}: no inputs")
+            continue
+        env = {"NNFUZZ_DRIVER": args.driver} if args.driver else None
+        outcomes = replay(
+            target, files, timeout=args.timeout, rss_limit_mb=args.rss_limit_mb, env=env
+        )
+        bad = [o for o in outcomes if o.failed]
+        total += len(outcomes)
+        failed += len(bad)
+        print(f"{target}: {len(outcomes)} inputs replayed, {len(bad)} failed")
+        for o in bad:
+            where = " <- ".join(reversed(o.frames)) or "(no project frame)"
+            print(f"  FAILED {o.path}: {o.kind} {o.exception} at {where}")
+            if o.message:
+                print(f"         {o.message.splitlines()[0][:160]}")
+    print(f"{total - failed} passed, {failed} failed")
+    return EXIT_FOUND if failed else EXIT_OK
+
+
+def merge(args) -> int:
+    from fuzz.campaign import CORPUS, default_work_dir
+    from fuzz.campaign import merge as merge_corpora
+
+    for target in _targets(args):
+        sources = [Path(d) for d in args.merge] or [
+            (args.work or default_work_dir(target)) / "corpus"
+        ]
+        sources = [s for s in sources if s.is_dir()]
+        if not sources:
+            print(f"{target}: nothing to merge")
+            continue
+        before, after = merge_corpora(
+            target,
+            CORPUS / target,
+            sources,
+            env_driver=args.driver,
+            rss_limit_mb=args.rss_limit_mb,
+            timeout=args.timeout,
+        )
+        print(f"{target}: corpus/{target} {before} -> {after} inputs")
+    return EXIT_OK

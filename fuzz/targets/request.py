@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""request: a prepared fixture model + wire request bytes -> validate -> execute.
+
+Input layout: ``selector (1 byte) | REQUEST message | pool bytes (the rest)``.
+
+- selector bits 0-3: the fixture model (:data:`fuzz.fixtures.FIXTURES`, modulo their
+  number); bits 4-5: the execution path (0 synchronous, 1 asynchronous with a callback,
+  2 burst, 3 fenced); bit 6: measure timing; bit 7: a deadline that has already passed.
+- the REQUEST message is self-delimiting (its header holds the body length); its memory
+  pools resolve to the harness's pools (handle indexes 0-3, 64 KiB each), which are
+  refilled with the trailing bytes (repeated) before every execution, so the input data
+  is fuzzed too. A pool declaring more than 64 KiB is left for validation to reject.
+
+Loops get a 2 ms timeout, so a WHILE whose trip count comes from the data ends quickly.
+
+Allowed outcomes: a decode error; any status, provided the result follows the HAL's rules
+(:func:`fuzz.harness.check_execution`) and a request that ``validate_request`` rejects is
+rejected with INVALID_ARGUMENT on every path.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import time
+
+from driver import wire
+from driver.device import CollectingCallback
+from driver.hal.types import NO_TIMING, ErrorStatus, HalError, HalVersion, Model
+from driver.validation import validate_request
+from fuzz import harness
+from fuzz.harness import ContractViolation, check_execution, check_status
+from fuzz.mutators import mutate_request_bytes
+
+MAX_LEN = 4096
+LOOP_TIMEOUT_NS = 2_000_000
+PATHS = ("sync", "async", "burst", "fenced")
+
+_POOLS = harness.HarnessPools()
+_PREPARED: list[tuple[Model, object | None]] | None = None
+
+
+def prepared_fixtures() -> list[tuple[Model, object | None]]:
+    """(model, prepared model or None if the device refused it), prepared once."""
+    global _PREPARED
+    if _PREPARED is None:
+        from fuzz.fixtures import fixture_models
+
+        dev = harness.device()
+        _PREPARED = []
+        for _, model in fixture_models():
+            status, prepared = dev.prepare_model(model)
+            _PREPARED.append((model, prepared if status == ErrorStatus.NONE else None))
+    return _PREPARED
+
+
+def split_input(data: bytes) -> tuple[int, bytes, bytes] | None:
+    """(selector, message, pool bytes), or None if the header cannot be read."""
+    if len(data) < 1 + wire.HEADER_SIZE:
+        return None
+    body = struct.unpack_from("<I", data, 1 + 8)[0]
+    end = 1 + wire.HEADER_SIZE + body
+    if end > len(data):
+        return None
+    return data[0], data[1:end], data[end:]
+
+
+def execute(prepared, request, path: str, measure: int, deadline: int | None):
+    """Run ``request`` on one execution path; the (status, shapes, timing) it ends in."""
+    if path == "sync":
+        return prepared.execute_synchronously(request, measure, deadline, LOOP_TIMEOUT_NS)
+    if path == "async":
+        cb = CollectingCallback()
+        launch = prepared.execute(request, measure, deadline, LOOP_TIMEOUT_NS, cb)
+        result = cb.wait(30)
+        check_status(launch, harness.ALL_STATUSES, "execute (launch)")
+        if launch != ErrorStatus.NONE and result[0] != launch:
+            raise ContractViolation(
+                f"execute launched with {launch.name} but notified {result[0].name}"
+            )
+        return result
+    if path == "burst":
+        status, burst = prepared.configure_execution_burst()
+        check_status(status, harness.ALL_STATUSES, "configure_execution_burst")
+        if burst is None:
+            return status, [], NO_TIMING
+        return burst.execute(request, measure, deadline, LOOP_TIMEOUT_NS)
+    status, fence, callback = prepared.execute_fenced(
+        request, [], measure, deadline, LOOP_TIMEOUT_NS
+    )
+    check_status(status, harness.ALL_STATUSES, "execute_fenced (launch)")
+    if status != ErrorStatus.NONE:
+        return status, [], NO_TIMING
+    if fence is not None:
+        fence.wait(30)
+    status, launched, fenced = callback.get_execution_info()
+    check_status(status, harness.ALL_STATUSES, "getExecutionInfo")
+    if status != ErrorStatus.NONE and (launched != NO_TIMING or fenced != NO_TIMING):
+        raise ContractViolation(f"fenced execution {status.name} reports timing")
+    return status, [], NO_TIMING
+
+
+def test_one_input(data: bytes) -> None:
+    parts = split_input(data)
+    if parts is None:
+        return
+    selector, message, pool_bytes = parts
+    fixtures = prepared_fixtures()
+    model, prepared = fixtures[(selector & 0x0F) % len(fixtures)]
+    if prepared is None:
+        return
+    try:
+        request = wire.decode_request(message, _POOLS.resolve)
+    except wire.WireDecodeError:
+        return
+    _POOLS.fill(pool_bytes)
+    version = getattr(harness.device(), "version", HalVersion.V1_3)
+    try:
+        validate_request(model, request, version)
+        valid = True
+    except HalError as e:
+        harness.rejected(e)
+        valid = False
+    path = PATHS[(selector >> 4) & 3]
+    measure = (selector >> 6) & 1
+    deadline = time.monotonic_ns() - 1 if selector & 0x80 else None
+    result = execute(prepared, request, path, measure, deadline)
+    if path == "fenced":  # no output shapes on this path; status and timing are checked
+        status = result[0]
+    else:
+        status = check_execution(result, len(model.main.output_indexes), f"{path} execution")
+    if not valid and status != ErrorStatus.INVALID_ARGUMENT:
+        raise ContractViolation(
+            f"validate_request rejects the request but the {path} execution returned {status.name}"
+        )
+
+
+def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
+    parts = split_input(data)
+    if parts is None:
+        return mutate_request_bytes(data, max_size, seed)
+    selector, message, pool_bytes = parts
+    if seed % 8 == 0:
+        selector = (selector + 1 + seed % 255) & 0xFF
+    elif seed % 8 == 1:
+        pool_bytes = mutate_request_bytes(pool_bytes, 256, seed, bytewise_share=1.0)
+    else:
+        message = mutate_request_bytes(message, max(0, max_size - 1 - len(pool_bytes)), seed)
+    return (bytes([selector]) + message + pool_bytes)[:max_size]
+
+
+def main(argv: list[str] | None = None) -> None:
+    harness.fuzz_main(test_one_input, argv, custom_mutator=custom_mutator)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

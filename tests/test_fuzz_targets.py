@@ -1,0 +1,261 @@
+"""The fuzz targets: regression replay, mutators, smoke campaigns, a planted crash.
+
+- Every target replays its seed corpus and its stored reproducers in-process (a fixed
+  crash stays fixed; a seed that starts failing is a regression).
+- The structure-aware mutators, run strictly, keep producing inputs the targets survive.
+- A short atheris campaign per target (child processes, in parallel) ends without a crash.
+- A deliberately fragile driver (it indexes operands without a bounds check) is found by
+  the ``model`` target within a short budget, triaged, stored and then replayed by
+  ``--regress``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fuzz import mutators
+from fuzz.targets import TARGETS, load
+from fuzz.triage import input_files
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "corpus"
+
+atheris = pytest.importorskip("atheris")
+
+
+def _inputs(target: str) -> list[Path]:
+    return input_files([CORPUS / target, CORPUS / "crashes" / target])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_corpus_and_reproducers_replay_cleanly(target):
+    module = load(target)
+    files = _inputs(target)
+    assert len(input_files([CORPUS / target])) >= 10, f"corpus/{target} has too few seeds"
+    for path in files:
+        module.test_one_input(path.read_bytes())  # any exception is a regression
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_seed_corpus_stays_small(target):
+    files = input_files([CORPUS / target])
+    assert len(files) <= 400
+    assert max(p.stat().st_size for p in files) <= 16384
+
+
+def test_dictionary_is_current():
+    assert (ROOT / "fuzz" / "nnapi.dict").read_text() == mutators.render_dictionary()
+
+
+@pytest.mark.parametrize("target", ["model", "request"])
+def test_custom_mutators_feed_the_target(target, monkeypatch):
+    """The structural mutators run strictly (an exception in them fails the test) and
+    the inputs they make are handled by the target; mutated models still decode most of
+    the time (the point of being structure-aware)."""
+    monkeypatch.setattr(mutators, "STRICT", True)
+    module = load(target)
+    seeds = [p.read_bytes() for p in input_files([CORPUS / target])]
+    rng = random.Random(1234)
+    decoded = 0
+    runs = 400
+    for _ in range(runs):
+        data = rng.choice(seeds)
+        for _ in range(rng.randrange(1, 4)):
+            data = module.custom_mutator(data, 8192, rng.getrandbits(32))
+            assert isinstance(data, bytes) and len(data) <= 8192
+        module.test_one_input(data)
+        if target == "model":
+            from driver import wire
+
+            try:
+                wire.decode_model(data)
+                decoded += 1
+            except wire.WireDecodeError:
+                pass
+    if target == "model":
+        assert decoded > runs // 3
+
+
+def test_model_mutator_changes_one_thing_at_a_time():
+    from driver import wire
+
+    seed = (CORPUS / "model").iterdir().__next__().read_bytes()
+    original = wire.decode_model(seed, mutators._placeholder_resolver())
+    changed = 0
+    for s in range(50):
+        m = mutators.mutate_model(original, random.Random(s), count=1)
+        changed += m != original
+    assert changed >= 35  # a few mutations are no-ops (same value drawn)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def test_smoke_campaigns_end_without_a_crash(tmp_path):
+    """Each target under atheris for a few seconds (all at once, in child processes),
+    instrumenting the modules it exercises most so start-up stays short."""
+    focus = {
+        "model": "driver.wire,driver.validation",
+        "request": "driver.validation,driver.device",
+        "execute": "randomgraph.choices,driver.executor",
+        "cache": "driver.cache",
+        "memory": "driver.buffers",
+    }
+    procs = {}
+    for target in TARGETS:
+        work = tmp_path / target
+        work.mkdir()
+        cmd = [
+            sys.executable,
+            "-m",
+            "fuzz.harness",
+            target,
+            "-max_total_time=4",
+            "-timeout=5",
+            "-rss_limit_mb=2048",
+            f"-artifact_prefix={work}/",
+            str(work),
+            str(CORPUS / target),
+        ]
+        procs[target] = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=_env(NNFUZZ_INSTRUMENT=focus[target]),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    for target, proc in procs.items():
+        out, _ = proc.communicate(timeout=240)
+        assert proc.returncode == 0, f"{target}:\n{out[-3000:]}"
+        assert "Done" in out, f"{target}:\n{out[-3000:]}"
+        assert not list((tmp_path / target).glob("crash-*")), out[-3000:]
+
+
+PLANTED = textwrap.dedent(
+    '''
+    """A driver with a fragile validator: it reads every operation's operands before
+    validating, without checking the indexes (the bug the model target must find)."""
+    from driver.device import ReferenceDevice
+
+
+    class FragileDevice(ReferenceDevice):
+        def get_supported_operations(self, model):
+            for op in model.main.operations:
+                for i in op.inputs:
+                    model.main.operands[i]  # no bounds check
+            return super().get_supported_operations(model)
+
+
+    def make():
+        return FragileDevice()
+    '''
+)
+
+
+def test_planted_validator_bug_is_found_triaged_and_replayed(tmp_path):
+    (tmp_path / "planted_fragile.py").write_text(PLANTED)
+    crashes = tmp_path / "crashes"
+    env = _env(NNFUZZ_INSTRUMENT="driver.wire,driver.validation")
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    nnfuzz = [sys.executable, "-m", "fuzz"]
+    cmd = [
+        *nnfuzz,
+        "fuzz",
+        "model",
+        "--driver=planted_fragile:make",
+        "--time=60",
+        f"--work={tmp_path / 'work'}",
+        f"--crash-dir={crashes}",
+        "--minimize-time=8",
+        "--seed=1",
+    ]
+    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "IndexError" in run.stdout
+    stored = list(crashes.glob("crash-*.json"))
+    assert len(stored) == 1, run.stdout
+    assert '"exception": "IndexError"' in stored[0].read_text()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    regress = [*nnfuzz, "fuzz", "model", "--regress", str(empty), f"--crash-dir={crashes}"]
+    # With the fragile driver the stored reproducer still crashes ...
+    still = subprocess.run(
+        [*regress, "--driver=planted_fragile:make"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert still.returncode == 1, still.stdout
+    assert "1 failed" in still.stdout
+    # ... and on the (fixed) reference it replays cleanly.
+    fixed = subprocess.run(regress, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert fixed.returncode == 0, fixed.stdout
+    assert "1 passed, 0 failed" in fixed.stdout
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_targets_are_executable_scripts(target):
+    from fuzz.targets import script
+
+    path = script(target)
+    assert path.read_text().startswith("#!/usr/bin/env python3\n")
+    assert os.access(path, os.X_OK)
+    module = load(target)
+    assert callable(module.main) and isinstance(module.MAX_LEN, int)
+
+
+def test_regress_command_replays_every_target():
+    """``nnfuzz fuzz --regress``: every target's seeds and reproducers, in replay workers
+    with the campaign limits, no fuzzing."""
+    run = subprocess.run(
+        [sys.executable, "-m", "fuzz", "fuzz", "--regress"],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    for target in TARGETS:
+        assert f"{target}: " in run.stdout
+    assert run.stdout.strip().splitlines()[-1].endswith(" 0 failed")
+
+
+def test_signatures_ignore_line_numbers_values_and_runner_frames():
+    from fuzz.triage import Outcome, frames_from_dump, project_frames
+
+    frames = project_frames(
+        [
+            (str(ROOT / "fuzz" / "triage.py"), "_worker"),
+            (str(ROOT / "fuzz" / "targets" / "model.py"), "test_one_input"),
+            ("/usr/lib/python3/numpy/core.py", "pad"),
+            (str(ROOT / "driver" / "validation.py"), "_check_graph"),
+            (str(ROOT / "fuzz" / "harness.py"), "check_status"),
+        ]
+    )
+    assert frames == ("fuzz.targets.model:test_one_input", "driver.validation:_check_graph")
+    a = Outcome("a", "crash", "ContractViolation", "operand 3 of [1, 2] returned 'X' (said: 7)")
+    b = Outcome("b", "crash", "ContractViolation", "operand 12 of [4] returned 'Y' (said: 9)")
+    assert a.signature() == b.signature()
+    dump = (
+        "Timeout (0:00:05)!\nThread 0x1 (most recent call first):\n"
+        f'  File "{ROOT}/driver/operations/pooling.py", line 127 in _windows\n'
+        f'  File "{ROOT}/fuzz/targets/execute.py", line 241 in test_one_input\n'
+    )
+    assert frames_from_dump(dump) == (
+        "fuzz.targets.execute:test_one_input",
+        "driver.operations.pooling:_windows",
+    )
