@@ -115,7 +115,7 @@ def render_markdown(state: CampaignState, driver: str, timeout: float = 10.0) ->
     ]
     rows = _failure_rows(state, driver, timeout)
     if not rows:
-        lines.append("None.")
+        lines += ["None.", ""]
     for r in rows:
         ops = (
             f"{r['n_ops']} -> {r['min_ops']} operations"
