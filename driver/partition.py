@@ -90,6 +90,11 @@ from driver.hal.types import (
     tensor_has_unspecified_dimensions,
 )
 from driver.memory import allocate_shared_memory
+from driver.validation import (
+    validate_deadline,
+    validate_execution_preference,
+    validate_priority,
+)
 
 L = OperandLifeTime
 
@@ -571,12 +576,14 @@ class PartitionedDevice:
         token: bytes | None = None,
     ) -> tuple[ErrorStatus, PartitionedPreparedModel | None]:
         """Plan, then prepare every step on its device (caching is not offered)."""
-        if preference not in ExecutionPreference.__members__.values():
-            return self._fail(
-                ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}"
-            ), None
-        if priority not in Priority.__members__.values():
-            return self._fail(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}"), None
+        # The shared option checks (bools and out-of-range codes rejected, a deadline
+        # must be an int instant) rather than a local copy that lets a bad type raise.
+        try:
+            preference = validate_execution_preference(preference)
+            priority = validate_priority(priority)
+            deadline = validate_deadline(deadline)
+        except HalError as e:
+            return self._fail(e.status, e.message), None
         if deadline is not None and time.monotonic_ns() > deadline:
             return self._fail(
                 ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline already passed"

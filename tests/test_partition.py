@@ -647,3 +647,25 @@ def test_partitioned_equals_whole_on_generated_graphs(seed, combo):
         assert got[1] == want[1]
         for k in range(len(model.main.output_indexes)):
             assert rb2.output_bytes(k) == rb.output_bytes(k), (k, ppm.plan.describe())
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"preference": -1},
+        {"priority": True},
+        {"priority": 5},
+        {"deadline": "soon"},
+        {"deadline": 2**70},
+    ],
+    ids=["preference", "bool-priority", "priority", "str-deadline", "huge-deadline"],
+)
+def test_partitioned_prepare_rejects_bad_options_with_a_status(kw):
+    b = ModelBuilder()
+    x, y = b.add_input(T.TENSOR_FLOAT32, (2,)), b.add_input(T.TENSOR_FLOAT32, (2,))
+    b.add_operation(
+        OperationType.ADD, [x, y, b.add_scalar(T.INT32, 0)], [b.add_output(T.TENSOR_FLOAT32, (2,))]
+    )
+    device = load_device("partitioned:partial-float")
+    status, prepared = device.prepare_model(b.build(), **kw)
+    assert status == ErrorStatus.INVALID_ARGUMENT and prepared is None
