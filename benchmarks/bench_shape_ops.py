@@ -157,6 +157,17 @@ def cases() -> list[tuple[str, str, int, list, list]]:
     for op in (O.ARGMAX, O.ARGMIN):
         add(op.name, both, lambda f, op=op: (op, [data(f), i(-1)], [output(I32)]))
     add("TOPK_V2", both, lambda f: (O.TOPK_V2, [data(f), i(4)], [out(f), output(I32)]))
+    logits = (128, 1024)  # top-5 of a classifier's scores: the long-row path
+    for form in both:
+        add(
+            "TOPK_V2",
+            (f"{form} 128x1024 k 5",),
+            lambda f, form=form: (
+                O.TOPK_V2,
+                [data(form, logits), i(5)],
+                [out(form), output(I32)],
+            ),
+        )
     table = (4096, 32)
     lookups = rng.integers(0, 4096, 4096).astype(np.int32)
     add(

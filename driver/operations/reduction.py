@@ -19,6 +19,7 @@ NNAPI driver contract requires (the difference is within every quantized toleran
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -269,12 +270,16 @@ _SHORT_AXIS = 256
 """Reduced-axis length up to which the column layout is used for a last axis (longer
 rows amortize numpy's per-row cost, and the byte-sized index tricks below need n <= 256)."""
 
-_TRANSPOSE_BLOCK = 256  # rows per block: a block of short rows stays in L1
+_TRANSPOSE_BLOCK = 256
+"""Rows per block when transposing elements of 4 bytes or more: a block of short rows stays
+in L1 (numpy's whole-array strided copy misses the cache on every read). Byte-sized rows
+transpose fastest in one copy."""
 
 
 def _transposed(rows: np.ndarray) -> np.ndarray:
-    """``rows.T`` as a C-contiguous array, copied block by block (faster than numpy's
-    whole-array strided copy, which misses the cache on every read)."""
+    """``rows.T`` as a C-contiguous array."""
+    if rows.dtype.itemsize < 4:
+        return np.ascontiguousarray(rows.T)
     out = np.empty(rows.shape[::-1], dtype=rows.dtype)
     for r in range(0, rows.shape[0], _TRANSPOSE_BLOCK):
         out[:, r : r + _TRANSPOSE_BLOCK] = rows[r : r + _TRANSPOSE_BLOCK].T
@@ -419,31 +424,38 @@ def _infer_topk(ctx: OperationContext) -> list[Shape]:
     return [out, out]
 
 
-def _order_key(rows: np.ndarray) -> np.ndarray:
-    """int64 keys ordered as the values compare in C++ (-0.0 == 0.0)."""
-    if rows.dtype.kind != "f":
-        return rows.astype(np.int64)
-    f = rows.astype(np.float32) + np.float32(0.0)  # -0.0 + 0.0 is +0.0
-    bits = f.view(np.int32)
-    # Negative floats order by decreasing magnitude bits: flip those (bits >> 31 is -1
-    # for them, 0 otherwise).
-    return (bits ^ ((bits >> 31) & np.int32(0x7FFFFFFF))).astype(np.int64)
-
-
-def _column_order_key(rows: np.ndarray) -> np.ndarray:
-    """:func:`_order_key` of ``rows.T`` (C-contiguous), transposing the narrower values
-    and transforming them in place (large temporaries cost page faults)."""
-    if rows.dtype.kind != "f":
-        return _transposed(rows).astype(np.int64)
-    f = _transposed(rows.astype(np.float32, copy=False))
+def _as_order_bits(f: np.ndarray) -> np.ndarray:
+    """``f`` (float32, overwritten) as int32 integers that order as the values compare in
+    C++ (-0.0 == 0.0; NaNs by their bits, above infinity when positive)."""
     f += np.float32(0.0)  # -0.0 + 0.0 is +0.0
     bits = f.view(np.int32)
     # Negative floats order by decreasing magnitude bits: flip those (bits >> 31 is -1
-    # for them, 0 otherwise).
-    flip = bits >> 31
+    # for them, 0 otherwise). The flip is its own inverse.
+    flip = np.right_shift(bits, 31)
     flip &= np.int32(0x7FFFFFFF)
     bits ^= flip
-    return bits.astype(np.int64)
+    return bits
+
+
+def _order_bits(rows: np.ndarray) -> np.ndarray:
+    """Integers that order as the elements of ``rows`` compare in C++: integers as they
+    are, floats through :func:`_as_order_bits` (on a copy)."""
+    if rows.dtype.kind != "f":
+        return rows
+    return _as_order_bits(rows.astype(np.float32))
+
+
+def _order_key(rows: np.ndarray) -> np.ndarray:
+    """int64 keys ordered as the values compare in C++ (-0.0 == 0.0)."""
+    return _order_bits(rows).astype(np.int64)
+
+
+def _column_order_bits(rows: np.ndarray) -> np.ndarray:
+    """:func:`_order_bits` of ``rows.T`` (C-contiguous, int32), transforming the
+    transposed copy in place (large temporaries cost page faults)."""
+    if rows.dtype.kind != "f":
+        return _transposed(rows.astype(np.int32, copy=False))
+    return _as_order_bits(_transposed(rows.astype(np.float32, copy=False)))
 
 
 _TOPK_ROUNDS = 8
@@ -451,37 +463,104 @@ _TOPK_ROUNDS = 8
 pass); larger k partition and sort each row."""
 
 
-def _topk_columns(rows: np.ndarray, k: int) -> np.ndarray:
-    """Indices (R, k) of the k largest (value, index) keys of each row, largest first,
-    for rows of at most 256: k rounds of one max over the transposed keys, each taking
-    the previous round's key out. Keys are unique per row (the index is part of them), so
-    every round removes exactly the element it selected."""
+def _topk_select(key: np.ndarray, k: int, removed: int) -> np.ndarray:
+    """The k largest keys of each column of ``key`` (n, R), largest first, as (k, R):
+    k rounds of one max across the rows, each round overwriting the key it chose with
+    ``removed`` (below every key but possibly equal to one not yet chosen, which is then
+    the only candidate left of its value). Keys must be unique per column and hold their
+    row index in the low bits, as :func:`_topk_columns` packs them."""
+    n, r = key.shape
+    chosen = np.empty((k, r), dtype=key.dtype)
+    flat_key = key.reshape(-1)
+    columns = np.arange(r, dtype=np.intp)
+    index_mask = (1 << max(1, (n - 1).bit_length())) - 1  # n-1 fits; higher bits are value
+    for i in range(k):
+        np.maximum.reduce(key, axis=0, out=chosen[i])
+        if i + 1 < k:  # take it out: (index, column) is at index * r + column
+            position = (chosen[i] & index_mask).astype(np.intp)
+            position *= r
+            position += columns
+            flat_key[position] = removed
+    return chosen
+
+
+def _topk_columns(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values and indices (R, k) of the k largest (value, index) pairs of each row of
+    ``rows`` (R, n), largest first, for rows of at most 256, in the column layout. Each
+    key packs an element's ordered value above its index, so the chosen keys decode to
+    both outputs without another look at the input."""
     r, n = rows.shape
-    chosen = np.empty((k, r), dtype=np.int64)
     if rows.dtype.itemsize == 1 and rows.dtype.kind in "iu":
         key = _ordered_bytes_key(_transposed(rows))  # value << 8 | index, uint16
         key |= np.arange(n, dtype=np.uint16)[:, None]
-        previous = key.max(axis=0)
-        chosen[0] = previous
-        gap = np.empty_like(key)
-        for i in range(1, k):
-            # The largest key below the previous one: (previous - 1 - key) wraps around for
-            # keys >= previous, so its minimum is at that key.
-            np.subtract(previous - np.uint16(1), key, out=gap)
-            previous = previous - np.uint16(1) - gap.min(axis=0)
-            chosen[i] = previous
-        return (chosen & 0xFF).T
-    bits = max(1, (n - 1).bit_length())
-    key = _column_order_key(rows)
-    key <<= bits
-    key |= np.arange(n, dtype=np.int64)[:, None]
-    columns = np.arange(r, dtype=np.int64)
-    mask = (1 << bits) - 1
-    for i in range(k):
-        chosen[i] = key.max(axis=0)
-        if i + 1 < k:  # remove it: the flat position of (index, column) is index * r + column
-            np.put(key, (chosen[i] & mask) * r + columns, np.iinfo(np.int64).min)
-    return (chosen & mask).T
+        # 0 is (lowest value, index 0): below every other key.
+        chosen = _topk_select(key, k, 0)
+        if rows.dtype == np.int8:
+            chosen ^= np.uint16(0x8000)
+        # The key's high byte is the value, its low byte the index.
+        halves = chosen.view(np.uint8).reshape(k, r, 2)
+        high = 1 if sys.byteorder == "little" else 0
+        chosen_values = halves[:, :, high].view(rows.dtype)
+        chosen_index = halves[:, :, 1 - high]
+    else:
+        key = _column_order_bits(rows).astype(np.int64)  # value << 32 | index
+        key <<= 32
+        key |= np.arange(n, dtype=np.int64)[:, None]
+        chosen = _topk_select(key, k, np.iinfo(np.int64).min)
+        order = np.right_shift(chosen, 32).astype(np.int32)
+        chosen_index = chosen & 0xFFFFFFFF
+        if rows.dtype.kind == "f":
+            order ^= np.right_shift(order, 31) & np.int32(0x7FFFFFFF)  # the flip undone
+            chosen_values = order.view(np.float32)
+        else:
+            chosen_values = order
+    # (k, R) to (R, k) one slot at a time: k strided copies beat numpy's transpose here.
+    values = np.empty((r, k), dtype=rows.dtype)
+    index = np.empty((r, k), dtype=np.int32)
+    for slot in range(k):
+        values[:, slot] = chosen_values[slot]
+        index[:, slot] = chosen_index[slot]
+    if rows.dtype.kind == "f" and not chosen_values.all():
+        # The keys turned -0.0 into 0.0, and the element itself is returned: zeros (the
+        # only values whose bits the keys do not keep) come from the input.
+        zero_row, zero_slot = np.nonzero(values == 0)
+        values[zero_row, zero_slot] = rows[zero_row, index[zero_row, zero_slot]]
+    return values, index
+
+
+def _topk_prefiltered(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Values and indices (R, k) of the k largest (value, index) pairs of each row, for
+    rows much longer than k; None when a NaN or many ties defeat the filter.
+
+    Of the maxima of 2k contiguous chunks of a row, the k-th largest is a lower bound of
+    the row's k-th largest value (those k maxima are k elements at least as large), so
+    only elements at or above it can be chosen: typically about k per row, which one sort
+    of packed (row, value, index) keys orders."""
+    r, n = rows.shape
+    chunks = min(n, 2 * k)
+    chunk_max = np.maximum.reduceat(rows, np.arange(chunks) * (n // chunks), axis=1)
+    if chunk_max.dtype.kind == "f" and np.isnan(chunk_max).any():
+        return None  # NaN orders by its bits (see _as_order_bits); the filter compares values
+    bound = np.partition(chunk_max, chunks - k, axis=1)[:, chunks - k]
+    flat = np.flatnonzero(rows >= bound[:, None])
+    column_bits = max(1, (n - 1).bit_length())
+    shift = 32 + column_bits  # the row's place in a packed key
+    if 2 * flat.size > rows.size or (r - 1).bit_length() + shift > 63:
+        return None  # mostly ties (or too large a shape to pack): sort whole rows instead
+    row, column = np.divmod(flat, n)
+    # One int64 per candidate: the row, then (value, index) *descending* within the row,
+    # as the complement of the ascending (value, index) bits.
+    rank = _order_bits(rows.reshape(-1)[flat]).astype(np.int64)
+    rank -= np.iinfo(np.int32).min  # 0 .. 2**32 - 1, ascending with the value
+    rank <<= column_bits
+    rank |= column
+    rank ^= (1 << shift) - 1
+    rank |= row << shift
+    ranked = np.sort(rank)
+    first = np.searchsorted(ranked, np.arange(r, dtype=np.int64) << shift)
+    chosen = ranked[first[:, None] + np.arange(k)]  # every row has >= k candidates
+    index = (~chosen & ((1 << column_bits) - 1)).astype(np.int32)
+    return np.take_along_axis(rows, index, axis=1), index
 
 
 def _execute_topk(ctx: OperationContext) -> list[np.ndarray]:
@@ -492,11 +571,14 @@ def _execute_topk(ctx: OperationContext) -> list[np.ndarray]:
     n = x.shape[-1]
     rows = x.reshape(-1, n)
     shape = (*x.shape[:-1], k)
-    if k <= _TOPK_ROUNDS and n <= _SHORT_AXIS and rows.size > 0:
-        index = _topk_columns(rows, k)
-        flat = index + np.arange(0, rows.size, n, dtype=np.int64)[:, None]
-        values = np.take(rows.reshape(-1), flat)
-        return [values.reshape(shape), index.astype(np.int32).reshape(shape)]
+    if rows.size == 0:
+        return [np.zeros(shape, x.dtype), np.zeros(shape, np.int32)]
+    if k <= _TOPK_ROUNDS and n <= _SHORT_AXIS:
+        values, index = _topk_columns(rows, k)
+        return [values.reshape(shape), index.reshape(shape)]
+    if 4 * k <= n and (found := _topk_prefiltered(rows, k)) is not None:
+        values, index = found
+        return [values.reshape(shape), index.reshape(shape)]
     bits = max(1, (n - 1).bit_length())
     # One unique key per element: (value, index) in lexicographic order.
     keys = _order_key(rows)

@@ -4,6 +4,8 @@
 * ARGMAX/ARGMIN and TOPK_V2 reduce short axes in a column layout: equal to a sequential
   strict-comparison scan and to Android's (value, index) pair sort, on every type, for
   middle and last axes, short and long;
+* TOPK_V2 on rows much longer than k sorts only the elements at or above a bound from
+  chunk maxima: equal to the pair sort, and it steps aside for NaN and for mass ties;
 * quantized convolutions accumulate in float32 when the exactness bound allows, else in
   float64: both equal an int64 accumulation followed by the fixed-point output stage.
 """
@@ -15,7 +17,7 @@ import pytest
 
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
-from driver.operations import conv, elementwise, quant
+from driver.operations import conv, elementwise, quant, reduction
 from driver.testing import output, run_op, scalar, tensor
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
@@ -212,3 +214,54 @@ def test_quantized_conv_accumulation_paths_are_exact(case):
     want = conv_reference(x, w, bias, zx, zw, scales, 128)
     assert len(np.unique(want)) > 5  # a spread of outputs, not saturation
     np.testing.assert_array_equal(got, want)
+
+
+def check_topk(x: np.ndarray, k: int, values: np.ndarray, index: np.ndarray) -> None:
+    rows = x.reshape(-1, x.shape[-1])
+    for r, row in enumerate(rows):
+        want_v, want_i = topk_reference(row, k)
+        assert index.reshape(-1, k)[r].tolist() == want_i, f"row {r}"
+        got_v = values.reshape(-1, k)[r]
+        np.testing.assert_array_equal(got_v.view(np.uint8), row[want_i].view(np.uint8))
+
+
+@pytest.mark.parametrize("t", [F32, F16, I32, Q8, Q8S])
+@pytest.mark.parametrize(
+    "shape, k", [((16, 1024), 5), ((3, 2, 300), 9), ((5, 257), 1), ((2, 64), 16)]
+)
+def test_topk_prefilter_equals_the_pair_sort(t, shape, k):
+    rng = np.random.default_rng(shape[-1] + k)
+    if t in (F32, F16):
+        x = rng.normal(size=shape).astype(np.float32 if t == F32 else np.float16)
+        x.reshape(-1)[::7] = 0.0
+        x.reshape(-1)[3::7] = -0.0  # zeros tie with negative zeros (the larger index wins)
+    else:
+        x = sample(rng, t, shape)
+    rows = x.reshape(-1, shape[-1])
+    found = reduction._topk_prefiltered(rows, k)
+    assert found is not None, "the bound should filter these rows"
+    check_topk(x, k, *found)
+    qp = QP if t in (Q8, Q8S) else {}
+    check_topk(
+        x, k, *run_op(O.TOPK_V2, [tensor(t, x, **qp), i(k)], [output(t, (), **qp), output(I32)])
+    )
+
+
+def test_topk_prefilter_steps_aside_for_nan_and_mass_ties():
+    rows = np.zeros((4, 600), np.float32)
+    assert reduction._topk_prefiltered(rows, 3) is None  # every element ties with the bound
+    rows = np.random.default_rng(0).normal(size=(4, 600)).astype(np.float32)
+    rows[2, 17] = np.nan
+    assert reduction._topk_prefiltered(rows, 3) is None
+
+
+@pytest.mark.parametrize("n", [5, 600])  # the column layout and the long-row paths
+def test_topk_orders_nan_by_its_bits(n):
+    # Android's pair sort leaves NaN's place undefined; the reference ranks a positive NaN
+    # above +inf and a negative NaN below -inf, on every path, so that drivers can be
+    # compared with it.
+    head = np.array([1.0, np.nan, np.inf, -np.nan, -np.inf], np.float32)
+    x = np.concatenate([head, np.full(n - 5, -2.0, np.float32)])
+    values, index = run_op(O.TOPK_V2, [tensor(F32, x[None]), i(5)], [output(F32), output(I32)])
+    assert index[0].tolist() == [1, 2, 0, *([n - 1, n - 2] if n > 5 else [4, 3])]
+    np.testing.assert_array_equal(values[0].view(np.uint32), x[index[0]].view(np.uint32))
