@@ -8,8 +8,10 @@ Each operation runs as a one-operation model through ``Executor.run`` on a 1x64x
 tensor or its natural equivalent (CONCATENATION joins two 1x64x64x16 halves, TILE doubles
 a 1x32x64x32, BATCH_TO_SPACE_ND starts from 4x32x32x32, the lookups use a 4096x32 table
 and 4096 lookups), in float32 and in its quant8 form (TENSOR_QUANT8_ASYMM; bool8 for
-REDUCE_ANY/ALL, int32 for FILL) where the operation takes one. The reference time is one
-``np.add(x, y)`` over the float32 1x64x64x32 data. The table prints the best of
+REDUCE_ANY/ALL, int32 for FILL) where the operation takes one. TOPK_V2 takes k = 4 of
+each row of 32, and also k = 5 of each row of a 128x1024 tensor (a classifier's top 5:
+the long-row path). The reference time is one ``np.add(x, y)`` over the float32
+1x64x64x32 data. The table prints the best of
 ``--repeat`` timings and the ratio; the goal is every ratio <= 10.
 """
 

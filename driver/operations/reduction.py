@@ -460,7 +460,8 @@ def _column_order_bits(rows: np.ndarray) -> np.ndarray:
 
 _TOPK_ROUNDS = 8
 """Largest k found by k selection rounds in the column layout (each round one vectorized
-pass); larger k partition and sort each row."""
+pass); a larger k, or rows longer than the column layout takes, go through
+:func:`_topk_prefiltered`, or else partition and sort each row."""
 
 
 def _topk_select(key: np.ndarray, k: int, removed: int) -> np.ndarray:
