@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
@@ -265,3 +267,49 @@ def test_topk_orders_nan_by_its_bits(n):
     values, index = run_op(O.TOPK_V2, [tensor(F32, x[None]), i(5)], [output(F32), output(I32)])
     assert index[0].tolist() == [1, 2, 0, *([n - 1, n - 2] if n > 5 else [4, 3])]
     np.testing.assert_array_equal(values[0].view(np.uint32), x[index[0]].view(np.uint32))
+
+
+def order_by_bits_reference(row: np.ndarray, k: int) -> list[int]:
+    """The indices of the k largest (value, index) pairs, largest first, with values
+    ordered as C++ compares them (-0.0 == 0.0) and NaN placed by its bits: the order every
+    TOPK_V2 path keeps (a positive NaN above +inf, a negative NaN below -inf)."""
+    if row.dtype.kind == "f":
+        bits = (row.astype(np.float32) + np.float32(0.0)).view(np.int32).astype(np.int64)
+        value = np.where(bits < 0, -(bits & 0x7FFFFFFF) - 1, bits)
+    else:
+        value = row.astype(np.int64)
+    order = np.lexsort((np.arange(len(row)), value))  # ascending (value, index)
+    return order[::-1][:k].tolist()
+
+
+@given(
+    st.sampled_from([F32, F16, I32, Q8, Q8S]),
+    st.integers(1, 5),
+    st.integers(1, 700),
+    st.integers(1, 12),
+    st.sampled_from(["normal", "ties", "specials"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_topk_paths_agree_with_the_order_by_bits(t, rows, n, k, kind, seed):
+    # Every path (column rounds, long-row filter, partition and sort) on one property.
+    rng = np.random.default_rng(seed)
+    k = min(k, n)
+    if t in (F32, F16):
+        pool = {
+            "normal": rng.normal(size=(rows, n)),
+            "ties": rng.integers(-2, 3, (rows, n)).astype(np.float64),
+            "specials": rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0], (rows, n)),
+        }[kind]
+        x = pool.astype(np.float32 if t == F32 else np.float16)
+    else:
+        x = sample(rng, t, (rows, n)) if kind != "normal" else None
+        if x is None:
+            info = np.iinfo(np.int32 if t == I32 else np.uint8 if t == Q8 else np.int8)
+            x = rng.integers(info.min, info.max, (rows, n), endpoint=True, dtype=info.dtype)
+    qp = QP if t in (Q8, Q8S) else {}
+    values, index = run_op(
+        O.TOPK_V2, [tensor(t, x, **qp), i(k)], [output(t, (), **qp), output(I32)]
+    )
+    for r in range(rows):
+        assert index[r].tolist() == order_by_bits_reference(x[r], k), f"row {r}"
+        np.testing.assert_array_equal(values[r].view(np.uint8), x[r][index[r]].view(np.uint8))
