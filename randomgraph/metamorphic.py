@@ -14,7 +14,8 @@ signedness      every TENSOR_QUANT8_ASYMM operand becomes TENSOR_QUANT8_ASYMM_SI
                 the HAL requires identical results (except CAST, HASHTABLE_LOOKUP,
                 LSH_PROJECTION, PAD_V2, QUANTIZED_16BIT_LSTM), so this one is exact
 layout          a single layout-aware operation (CONV_2D, pooling, resize, ...) with its
-                NHWC/NCHW flag flipped and its data input and output transposed
+                NHWC/NCHW flag flipped, its data input and output transposed (and
+                TRANSPOSE_CONV_2D's output-shape vector permuted)
 constants       every constant tensor made a model input; every model input made a
                 constant (two variants)
 paths           the same model on the asynchronous, fenced and burst paths
@@ -96,6 +97,16 @@ LAYOUT_OPERATIONS: dict[OperationType, tuple[tuple[int, ...], tuple[int, ...]]] 
     )
 }
 LAYOUT_OPERATIONS[Op.HEATMAP_MAX_KEYPOINT] = ((0,), ())
+
+
+def _layout_shape_vectors(op) -> tuple[int, ...]:
+    """Inputs of ``op`` that hold a 4-D shape as a vector in its layout: TRANSPOSE_CONV_2D's
+    output shape (input 3 of its 9-input implicit-padding form)."""
+    if op.type == Op.TRANSPOSE_CONV_2D and len(op.inputs) == 9:
+        return (3,)
+    return ()
+
+
 _TO_NCHW = (0, 3, 1, 2)
 _TO_NHWC = (0, 2, 3, 1)
 
@@ -184,6 +195,11 @@ def layout_variant(test: TestModel) -> Variant | None:
     ins, outs = spec
     t = copy_test(test)
     t.main.operands[op.inputs[k]].data = [not nchw]
+    for j in _layout_shape_vectors(op):
+        o = t.main.operands[op.inputs[j]]
+        if len(o.data or ()) != 4:
+            return None  # a shape the test does not hold cannot be moved
+        o.data = [o.data[p] for p in perm]
     for j in ins:
         o = t.main.operands[op.inputs[j]]
         if len(o.dimensions) != 4:

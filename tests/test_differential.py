@@ -26,7 +26,7 @@ from randomgraph.differential import (
     requantize,
     to_float32,
 )
-from randomgraph.metamorphic import RELATIONS, check_relations, variants
+from randomgraph.metamorphic import RELATIONS, check_relations, layout_variant, variants
 from randomgraph.testmodel import TestModel
 
 O = OperationType  # noqa: E741 - the project's spelling of operation references
@@ -368,6 +368,38 @@ class _NchwOnlyBug(ReferenceDevice):
 
             prepared.execute_synchronously = execute
         return status, prepared
+
+
+def transpose_conv_test(nchw: bool, output_dims_known: bool) -> TestModel:
+    """TRANSPOSE_CONV_2D in its implicit form: the output shape is an input vector in the
+    op's layout, so the layout relation must permute it with the data."""
+    m = ModelBuilder()
+    shape_in = (1, 1, 4, 1) if nchw else (1, 4, 1, 1)
+    shape_out = (1, 1, 4, 3) if nchw else (1, 4, 3, 1)
+    x = m.add_input(T.TENSOR_FLOAT32, shape_in)
+    w = m.add_constant(T.TENSOR_FLOAT32, (1, 3, 3, 1), np.arange(9) / 9.0)
+    b = m.add_constant(T.TENSOR_FLOAT32, (1,), [0.25])
+    out_shape = m.add_constant(T.TENSOR_INT32, (4,), list(shape_out))
+    ints = [m.add_scalar(T.INT32, v) for v in (1, 3, 1, 0)]  # SAME, stride w 3, h 1, no act
+    layout = m.add_scalar(T.BOOL, nchw)
+    y = m.add_output(T.TENSOR_FLOAT32, shape_out if output_dims_known else (0, 0, 0, 0))
+    m.add_operation(O.TRANSPOSE_CONV_2D, [x, w, b, out_shape, *ints, layout], [y])
+    data = np.arange(4, dtype=np.float32).reshape(shape_in) - 1.5
+    return TestModel.from_hal("transpose_conv", m.build(), [data])
+
+
+@pytest.mark.parametrize("nchw", [False, True])
+@pytest.mark.parametrize("output_dims_known", [True, False])
+def test_layout_relation_moves_transpose_conv_output_shape(nchw, output_dims_known):
+    # Found by a campaign: the flipped layout kept the output-shape vector as it was, so
+    # the variant asked for another output size (its dims unknown, the reference "broke"
+    # the relation; dims known, the variant was not even valid).
+    t = transpose_conv_test(nchw, output_dims_known)
+    v = layout_variant(t)
+    want = [1, 4, 3, 1] if nchw else [1, 1, 4, 3]
+    assert v is not None and v.test.main.operands[3].data == want
+    r = checker(metamorphic=("layout",)).check(t)
+    assert r.outcome == Outcome.PASS, r.detail
 
 
 def test_layout_relation_catches_a_layout_specific_bug():

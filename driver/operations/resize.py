@@ -53,10 +53,13 @@ def _output_size(ctx: OperationContext, in_h: int, in_w: int) -> tuple[int, int]
     if ctx.input_type(1) == _T.INT32:
         w, h = ctx.scalar(1), ctx.scalar(2)
     else:  # floor(float(in) * scale) in float32
-        sw = np.float32(ctx.scalar(1))
-        sh = np.float32(ctx.scalar(2))
-        w = int(np.floor(np.float32(in_w) * sw))
-        h = int(np.floor(np.float32(in_h) * sh))
+        with np.errstate(over="ignore", invalid="ignore"):
+            fw = np.floor(np.float32(in_w) * np.float32(ctx.scalar(1)))
+            fh = np.floor(np.float32(in_h) * np.float32(ctx.scalar(2)))
+        # NaN or infinity: Android's int cast is undefined there; no size to give.
+        ctx.check(np.isfinite(fw), f"input 1 (width scale) gives width {fw}; it must be finite")
+        ctx.check(np.isfinite(fh), f"input 2 (height scale) gives height {fh}; it must be finite")
+        w, h = int(fw), int(fh)
     ctx.check(w > 0, f"input 1 (output width) gives width {w}; it must be > 0")
     ctx.check(h > 0, f"input 2 (output height) gives height {h}; it must be > 0")
     return h, w

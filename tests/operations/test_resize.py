@@ -231,6 +231,11 @@ def test_validation():
     _rejected(lambda: resize(O.RESIZE_BILINEAR, X22, (3, 3), nchw=False, align=True, half=True))
     _rejected(lambda: resize(O.RESIZE_BILINEAR, X22, (0, 3)))
     _rejected(lambda: resize(O.RESIZE_BILINEAR, X22, (0, 0), nchw=False, scales=(0.2, 0.2)))
+    # A scale that makes no size (NaN, infinity, or a product past float32): rejected, not
+    # a ValueError/OverflowError out of int() (found by the execute fuzz target).
+    for scales in [(np.nan, 1.0), (1.0, np.inf), (3e38, 1.0), (1.0, -np.inf)]:
+        msg = _rejected(lambda s=scales: resize(O.RESIZE_BILINEAR, X22, (1, 1), scales=s))
+        assert "must be finite" in msg, msg
     msg = _rejected(
         lambda: run_op(
             O.RESIZE_NEAREST_NEIGHBOR,
