@@ -268,6 +268,42 @@ def with_outputs(test: TestModel, outputs: Sequence[np.ndarray]) -> TestModel:
     return t
 
 
+def with_unknown_output_dims(test: TestModel) -> TestModel | None:
+    """A copy of ``test`` whose tensor outputs have unspecified dims (Android's dynamic
+    output shape variation of a spec test), or None when it has no such variation: it
+    opts out, or an output is a scalar, or no output dim is known."""
+    outputs = [test.main.operands[i] for i in test.main.output_indexes]
+    if (
+        not test.test_dynamic_output_shape
+        or any(is_scalar_type(o.type) for o in outputs)
+        or all(d == 0 for o in outputs for d in o.dimensions)
+    ):
+        return None
+    t = copy_test(test)
+    for i in t.main.output_indexes:
+        o = t.main.operands[i]
+        o.dimensions = [0] * len(o.dimensions)
+        o.data = []
+    return t
+
+
+def check_with_dynamic_variant(checker, test: TestModel) -> tuple[TestModel, DiffResult]:
+    """``checker``'s result on ``test``, and if that passes, on its unspecified-output-dims
+    variant (:func:`with_unknown_output_dims`): the test form that fails, and its result.
+
+    A spec holds outputs with their real shapes, so a failure that needed unspecified
+    output dims (the generator leaves some unspecified) shows again in this variant, as
+    Android's generated tests run it."""
+    result = checker.check(test)
+    if result.failed:
+        return test, result
+    dynamic = with_unknown_output_dims(test)
+    if dynamic is None:
+        return test, result
+    dynamic_result = checker.check(dynamic)
+    return (dynamic, dynamic_result) if dynamic_result.failed else (test, result)
+
+
 def expose_intermediates(test: TestModel) -> tuple[TestModel, list[int]]:
     """A copy of ``test`` whose main-subgraph temporaries are model outputs too (appended
     after the original outputs), and the operand index of every output in order. A model
@@ -1026,6 +1062,7 @@ __all__ = [
     "DriverRun",
     "DriverSession",
     "Outcome",
+    "check_with_dynamic_variant",
     "compare_outputs",
     "compute_golden",
     "criteria_for",
@@ -1037,4 +1074,5 @@ __all__ = [
     "same_failure",
     "to_float32",
     "with_outputs",
+    "with_unknown_output_dims",
 ]

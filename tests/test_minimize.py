@@ -5,18 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from driver.builder import ModelBuilder
+from driver.device import ReferenceDevice
 from driver.hal.types import OperandLifeTime as L
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType
+from driver.memory import pool_buffer
 from fuzz.cli import main as nnfuzz
 from randomgraph.choices import PrngSource, ReplaySource
 from randomgraph.differential import (
     CheckOptions,
     DifferentialChecker,
     Outcome,
+    check_with_dynamic_variant,
     compute_golden,
     reference_values,
     with_outputs,
+    with_unknown_output_dims,
 )
 from randomgraph.generator import GeneratorConfig, generate_with
 from randomgraph.minimize import MinimizeOptions, fingerprint, minimize, resized, sub_test
@@ -145,3 +149,51 @@ def test_minimize_command_writes_a_spec_that_replays(tmp_path, capsys):
     assert nnfuzz(["minimize", str(spec), "--driver", "reference"]) == 1
     assert nnfuzz(["minimize", str(spec), "--driver", "planted-activation", "--check"]) == 1
     capsys.readouterr()
+
+
+class UnknownDimsBug(ReferenceDevice):
+    """Zeroes every output of a model that leaves an output's dims unspecified: a bug a
+    spec (whose outputs have their real shapes) shows only in its dynamic variant."""
+
+    def prepare_model(self, model, *args, **kw):
+        status, prepared = super().prepare_model(model, *args, **kw)
+        main = model.main
+        if prepared is not None and any(
+            0 in main.operands[i].dimensions for i in main.output_indexes
+        ):
+            original = prepared.execute_synchronously
+
+            def execute(request, *a, **k):
+                status, shapes, timing = original(request, *a, **k)
+                for arg in request.outputs:
+                    loc = arg.location
+                    buf = pool_buffer(request.pools[loc.pool_index])
+                    buf[loc.offset : loc.offset + loc.length] = bytes(loc.length)
+                return status, shapes, timing
+
+            prepared.execute_synchronously = execute
+        return status, prepared
+
+
+def test_a_failure_of_unspecified_output_dims_is_found_from_the_spec(tmp_path, capsys):
+    t = graph(act=1)
+    golden, _ = compute_golden(t)
+    spec_test = with_outputs(t, golden)
+    dynamic = with_unknown_output_dims(spec_test)
+    assert dynamic is not None
+    assert all(set(dynamic.main.operands[i].dimensions) == {0} for i in dynamic.main.output_indexes)
+    c = DifferentialChecker(UnknownDimsBug, CheckOptions())
+    assert c.check(spec_test).outcome == Outcome.PASS  # the real shapes hide the bug
+    form, result = check_with_dynamic_variant(c, spec_test)
+    assert form is not spec_test and result.outcome == Outcome.WRONG, result.detail
+    # ... and so `nnfuzz minimize --check` reports it, and minimizing reproduces it.
+    spec = tmp_path / "graph.mod.py"
+    spec.write_text(dump_spec(spec_test))
+    driver = "tests.test_minimize:UnknownDimsBug"
+    assert nnfuzz(["minimize", str(spec), "--driver", driver, "--check"]) == 1
+    assert "(output dims unspecified): wrong" in capsys.readouterr().out
+    assert nnfuzz(["minimize", str(spec), "--driver", "reference", "--check"]) == 0
+    # A test that opts out of the variant has none.
+    spec_test.test_dynamic_output_shape = False
+    assert with_unknown_output_dims(spec_test) is None
+    assert check_with_dynamic_variant(c, spec_test)[1].outcome == Outcome.PASS

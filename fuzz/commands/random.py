@@ -290,6 +290,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     from randomgraph.differential import (
         CheckOptions,
         DifferentialChecker,
+        check_with_dynamic_variant,
         criteria_for,
         with_outputs,
     )
@@ -329,9 +330,10 @@ def cmd_minimize(args: argparse.Namespace) -> int:
             test.criteria = args.criteria
         elif not test.criteria:
             test.criteria = "generated"
-        result = checker.check(test)
+        form, result = check_with_dynamic_variant(checker, test)
         print(
-            f"== {test.name}: {result.outcome.label}"
+            f"== {test.name}{' (output dims unspecified)' if form is not test else ''}: "
+            + result.outcome.label
             + (f": {result.detail}" if result.detail else "")
         )
         if not result.failed:
@@ -339,7 +341,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         failed += 1
         if args.check:
             continue
-        m = minimize(checker, test, result, options=MinimizeOptions(seconds=args.seconds))
+        m = minimize(checker, form, result, options=MinimizeOptions(seconds=args.seconds))
         name = f"{stem}_min" if len(tests) == 1 else f"{test.name}_min"
         if args.out:
             out = Path(args.out)
