@@ -15,10 +15,14 @@ import heapq
 import itertools
 import threading
 import time
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from driver.hal.types import ErrorStatus, HalError
+
+ORDER_LOG_SIZE = 1024
+"""Grants :attr:`PriorityScheduler.order_log` remembers."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,9 @@ class PriorityScheduler:
         self._memory_in_use = 0
         self._waiters: list[tuple[int, int]] = []  # heap of (-priority, ticket)
         self._tickets = itertools.count()
-        self.order_log: list[int] = []  # priorities in the order slots were granted (tests)
+        # Priorities in the order slots were granted, the latest ORDER_LOG_SIZE (tests read
+        # it; bounded, as a device may run for days).
+        self.order_log: deque[int] = deque(maxlen=ORDER_LOG_SIZE)
 
     @contextmanager
     def slot(self, priority: int, deadline_ns: int | None = None, memory_bytes: int = 0):

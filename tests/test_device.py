@@ -32,7 +32,7 @@ from driver.hal.types import (
 )
 from driver.memory import SharedMemory, allocate_shared_memory, memory_from_bytes
 from driver.registry import DriverLoadError, load_device
-from driver.scheduler import Budget, PriorityScheduler
+from driver.scheduler import ORDER_LOG_SIZE, Budget, PriorityScheduler
 from driver.sync import SyncFence
 
 T = OperandType
@@ -610,6 +610,16 @@ def test_priority_ordering_under_load_through_the_device(slow_add):
     log = dev.scheduler.order_log
     # The first LOW was already running; HIGH overtakes the two LOWs still queued.
     assert log.index(Priority.HIGH) < len(log) - 1
+
+
+def test_the_grant_log_stays_bounded():
+    # A device runs for days (fuzz campaigns, services): per-execution records are capped.
+    sched = PriorityScheduler()
+    for n in range(ORDER_LOG_SIZE + 10):
+        with sched.slot(Priority.LOW if n % 2 else Priority.HIGH):
+            pass
+    assert len(sched.order_log) == ORDER_LOG_SIZE
+    assert sched.order_log[-1] == Priority.LOW  # the latest grants are the ones kept
 
 
 def test_budgets_give_resource_exhausted(slow_add):
