@@ -315,9 +315,12 @@ def fuzz_main(
     argv: Sequence[str] | None = None,
     *,
     custom_mutator: Callable[[bytes, int, int], bytes] | None = None,
+    arrays_past_the_hook: bool = True,
 ) -> None:
     """Instrument the project's packages and hand control to libFuzzer (never returns).
-    ``argv`` are libFuzzer's arguments (flags and corpus directories)."""
+    ``argv`` are libFuzzer's arguments (flags and corpus directories).
+    ``arrays_past_the_hook`` applies :func:`plug_comparison_leak`: a target whose inputs
+    run no kernels (validation only) may skip it, saving ~12% of its speed."""
     import warnings
 
     import atheris
@@ -342,7 +345,9 @@ def fuzz_main(
 
         use_libfuzzer_mutate()
         kwargs["custom_mutator"] = custom_mutator
-    atheris.Setup(args, _plugging_comparison_leak(test_one_input), **kwargs)
+    if arrays_past_the_hook:
+        test_one_input = _plugging_comparison_leak(test_one_input)
+    atheris.Setup(args, test_one_input, **kwargs)
     atheris.Fuzz()
 
 
