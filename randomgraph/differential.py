@@ -692,6 +692,14 @@ def _crash_kind(message: str) -> tuple[str, str]:
 # ---------------------------------------------------------------------------------------
 
 EXECUTION_PATHS = ("sync", "async", "fenced", "burst")
+PATH_SINCE = {
+    "sync": HalVersion.V1_0,  # executeSynchronously is 1.2; the runtime emulates it before
+    "async": HalVersion.V1_0,
+    "burst": HalVersion.V1_2,
+    "fenced": HalVersion.V1_3,
+}
+"""The HAL version from which a driver has each execution path: on an older driver a
+path is skipped, not a failure (the method does not exist there)."""
 
 
 @dataclass
@@ -768,6 +776,13 @@ def run_on_driver(
             "version",
             f"the model needs HAL {need.label}; the driver is HAL {version.label}",
         )
+    since = PATH_SINCE.get(path, HalVersion.V1_0)
+    if version < since:
+        return DriverRun(
+            Outcome.SKIPPED,
+            "version",
+            f"{path} execution needs HAL {since.label}; the driver is HAL {version.label}",
+        )
     device = session.device
     try:
         return session.run(lambda call: _run_on_driver(call, device, model, inputs, expected, path))
@@ -819,7 +834,19 @@ def execute_prepared(call, device, prepared, model, inputs, expected, path="sync
     """Execute a prepared model on ``path`` and read the outputs back (``call`` is the
     session's driver-call wrapper)."""
     sizes = [max(1, e.nbytes) for e in expected]
-    bundle = build_request(model, inputs, output_sizes=sizes)
+    main = model.main
+    output_dims = None
+    if HalVersion(getattr(device, "version", HalVersion.V1_3)) < HalVersion.V1_2:
+        # Before 1.2 a request must give the dims the model leaves unspecified (a driver
+        # reports no output shapes): it gets the golden ones, as an app that knows them.
+        output_dims = [
+            tuple(e.shape)
+            if not is_scalar_type(main.operands[i].type)
+            and (not main.operands[i].dimensions or 0 in main.operands[i].dimensions)
+            else None
+            for i, e in zip(main.output_indexes, expected)
+        ]
+    bundle = build_request(model, inputs, output_sizes=sizes, output_dims=output_dims)
     status, shapes = _execute(call, prepared, bundle.request, path)
     if status != ErrorStatus.NONE:
         name = _status_name(status)
@@ -829,7 +856,6 @@ def execute_prepared(call, device, prepared, model, inputs, expected, path="sync
             f"execution ({path}) returned {name}{_driver_message(device)}",
             signature=f"execute:{name}",
         )
-    main = model.main
     outputs = []
     for k, want in enumerate(expected):
         operand = main.operands[main.output_indexes[k]]
@@ -1054,6 +1080,7 @@ __all__ = [
     "EXECUTION_PATHS",
     "GOLDEN_MODES",
     "OPERATION_CRITERIA",
+    "PATH_SINCE",
     "CheckOptions",
     "DiffResult",
     "DifferentialChecker",

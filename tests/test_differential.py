@@ -14,6 +14,7 @@ from driver.hal.types import OperandType as T
 from driver.operations.quant import quantize
 from randomgraph.differential import (
     OPERATION_CRITERIA,
+    PATH_SINCE,
     CheckOptions,
     DifferentialChecker,
     Outcome,
@@ -24,6 +25,7 @@ from randomgraph.differential import (
     failure_key,
     reference_values,
     requantize,
+    run_on_driver,
     to_float32,
 )
 from randomgraph.metamorphic import RELATIONS, check_relations, layout_variant, variants
@@ -425,6 +427,34 @@ def test_path_relation_catches_a_path_specific_bug():
     c = DifferentialChecker(lambda: AsyncBug(), CheckOptions(metamorphic=("paths",)))
     r = c.check(add_test())
     assert r.outcome == Outcome.INCONSISTENT and "async" in r.detail
+
+
+@pytest.mark.parametrize("driver", ["reference-1.0", "reference-1.1", "reference-1.2"])
+def test_paths_a_driver_version_lacks_are_skipped_not_failed(driver):
+    # Found by a campaign on reference-1.2: every passing test became "inconsistent"
+    # because the paths relation asked a 1.2 driver for executeFenced (1.3); on 1.0/1.1
+    # the dynamic-shapes relation asked for output shapes (1.2).
+    c = DifferentialChecker(driver, CheckOptions(metamorphic=RELATIONS))
+    assert c.check(add_test()).outcome == Outcome.PASS
+    for t in (chain_test(1), conv_test()):  # CONV_2D's layout flag is HAL 1.2: skipped before
+        r = c.check(t)
+        assert not r.failed, r.detail
+    # Outputs the model leaves unspecified (the generator makes some): a driver before
+    # HAL 1.2 gets their dims in the request.
+    dynamic = add_test()
+    dynamic.main.operands[dynamic.main.output_indexes[0]].dimensions = [0, 0]
+    r = c.check(dynamic)
+    assert r.outcome == Outcome.PASS, r.detail
+    session = c.session
+    test = add_test()
+    model, inputs = test.to_hal_model()
+    expected, _ = compute_golden(test)
+    for path, since in PATH_SINCE.items():
+        run = run_on_driver(session, model, inputs, expected, path=path)
+        if session.version < since:
+            assert run.outcome == Outcome.SKIPPED and f"needs HAL {since.label}" in run.detail
+        else:
+            assert run.outcome == Outcome.PASS, (path, run.detail)
 
 
 class _Zeroing:
