@@ -691,15 +691,15 @@ def _crash_kind(message: str) -> tuple[str, str]:
 # One run on the driver
 # ---------------------------------------------------------------------------------------
 
-EXECUTION_PATHS = ("sync", "async", "fenced", "burst")
 PATH_SINCE = {
     "sync": HalVersion.V1_0,  # executeSynchronously is 1.2; the runtime emulates it before
     "async": HalVersion.V1_0,
-    "burst": HalVersion.V1_2,
     "fenced": HalVersion.V1_3,
+    "burst": HalVersion.V1_2,
 }
-"""The HAL version from which a driver has each execution path: on an older driver a
-path is skipped, not a failure (the method does not exist there)."""
+"""The execution paths, and the HAL version from which a driver has each: on an older
+driver a path is skipped, not a failure (the method does not exist there)."""
+EXECUTION_PATHS = tuple(PATH_SINCE)
 
 
 @dataclass
