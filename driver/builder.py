@@ -35,6 +35,7 @@ from driver.hal.types import (
     Subgraph,
     SymmPerChannelQuantParams,
     is_scalar_type,
+    tensor_has_unspecified_dimensions,
 )
 from driver.memory import allocate_shared_memory
 from driver.operations.base import array_to_bytes, storage_dtype
@@ -307,9 +308,7 @@ def build_request(
         dims: tuple[int, ...] = ()
         if input_dims is not None and input_dims[k] is not None:
             dims = tuple(input_dims[k])
-        elif not is_scalar_type(operand.type) and (
-            not operand.dimensions or 0 in operand.dimensions
-        ):
+        elif tensor_has_unspecified_dimensions(operand.type, operand.dimensions):
             dims = tuple(np.shape(value))
         in_args.append(RequestArgument(False, DataLocation(0, offset, len(data)), dims))
     out_args = []

@@ -66,6 +66,7 @@ from driver.hal.types import (
     OperationType,
     is_scalar_type,
     non_extension_size_of_data,
+    tensor_has_unspecified_dimensions,
 )
 from driver.operations.base import array_from_bytes
 from driver.validation import validate_model
@@ -270,14 +271,10 @@ def with_outputs(test: TestModel, outputs: Sequence[np.ndarray]) -> TestModel:
 
 def with_unknown_output_dims(test: TestModel) -> TestModel | None:
     """A copy of ``test`` whose tensor outputs have unspecified dims (Android's dynamic
-    output shape variation of a spec test), or None when it has no such variation: it
-    opts out, or an output is a scalar, or no output dim is known."""
+    output shape variation of a spec test), or None when it has no such variation
+    (:meth:`TestModel.has_dynamic_output_variant`) or no output dim is known."""
     outputs = [test.main.operands[i] for i in test.main.output_indexes]
-    if (
-        not test.test_dynamic_output_shape
-        or any(is_scalar_type(o.type) for o in outputs)
-        or all(d == 0 for o in outputs for d in o.dimensions)
-    ):
+    if not test.has_dynamic_output_variant() or all(d == 0 for o in outputs for d in o.dimensions):
         return None
     t = copy_test(test)
     for i in t.main.output_indexes:
@@ -841,8 +838,7 @@ def execute_prepared(call, device, prepared, model, inputs, expected, path="sync
         # reports no output shapes): it gets the golden ones, as an app that knows them.
         output_dims = [
             tuple(e.shape)
-            if not is_scalar_type(main.operands[i].type)
-            and (not main.operands[i].dimensions or 0 in main.operands[i].dimensions)
+            if tensor_has_unspecified_dimensions(main.operands[i].type, main.operands[i].dimensions)
             else None
             for i, e in zip(main.output_indexes, expected)
         ]

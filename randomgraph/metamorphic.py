@@ -48,6 +48,7 @@ from driver.hal.types import (
     OperandType,
     OperationType,
     is_scalar_type,
+    tensor_has_unspecified_dimensions,
 )
 from driver.validation import validate_model
 from randomgraph.differential import (
@@ -245,7 +246,7 @@ def constants_variants(test: TestModel) -> Iterator[Variant]:
         t = copy_test(test)
         for i in feeds:
             o = t.main.operands[i]
-            if 0 in o.dimensions or (not o.dimensions and not is_scalar_type(o.type)):
+            if tensor_has_unspecified_dimensions(o.type, o.dimensions):
                 return  # a constant needs fully specified dims
             o.lifetime = L.CONSTANT_COPY
         t.main.input_indexes = []
@@ -321,7 +322,7 @@ def check_variant(checker, test: TestModel, base: DiffResult, v: Variant) -> Vio
             return None  # not expressible: the relation does not apply
     need = max(need, v.min_version)
     if v.path == "fenced" and any(
-        not is_scalar_type(o.type) and (not o.dimensions or 0 in o.dimensions)
+        tensor_has_unspecified_dimensions(o.type, o.dimensions)
         for o in (target.main.operands[i] for i in target.main.output_indexes)
     ):
         return None  # executeFenced needs fully specified output dims

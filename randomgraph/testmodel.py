@@ -204,6 +204,14 @@ class TestModel:
             **kw,
         )
 
+    def has_dynamic_output_variant(self) -> bool:
+        """Android also runs a test with its outputs' dims unspecified (on HAL 1.2+
+        drivers), except an expect-failure test, one that opts out, and one with a scalar
+        output."""
+        if self.expect_failure or not self.test_dynamic_output_shape:
+            return False
+        return not any(is_scalar_type(self.main.operands[i].type) for i in self.main.output_indexes)
+
     def has_float16(self) -> bool:
         return any(
             o.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16)

@@ -424,17 +424,21 @@ def _infer_topk(ctx: OperationContext) -> list[Shape]:
     return [out, out]
 
 
-def _as_order_bits(f: np.ndarray) -> np.ndarray:
-    """``f`` (float32, overwritten) as int32 integers that order as the values compare in
-    C++ (-0.0 == 0.0; NaNs by their bits, above infinity when positive)."""
-    f += np.float32(0.0)  # -0.0 + 0.0 is +0.0
-    bits = f.view(np.int32)
-    # Negative floats order by decreasing magnitude bits: flip those (bits >> 31 is -1
-    # for them, 0 otherwise). The flip is its own inverse.
+def _flip_negative(bits: np.ndarray) -> np.ndarray:
+    """In place: int32 float bits with the magnitude bits of negative values flipped, so
+    that they order as the floats do (bits >> 31 is -1 for those, 0 otherwise). The flip
+    is its own inverse: it also turns such keys back into float bits."""
     flip = np.right_shift(bits, 31)
     flip &= np.int32(0x7FFFFFFF)
     bits ^= flip
     return bits
+
+
+def _as_order_bits(f: np.ndarray) -> np.ndarray:
+    """``f`` (float32, overwritten) as int32 integers that order as the values compare in
+    C++ (-0.0 == 0.0; NaNs by their bits, above infinity when positive)."""
+    f += np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    return _flip_negative(f.view(np.int32))
 
 
 def _order_bits(rows: np.ndarray) -> np.ndarray:
@@ -511,8 +515,7 @@ def _topk_columns(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         order = np.right_shift(chosen, 32).astype(np.int32)
         chosen_index = chosen & 0xFFFFFFFF
         if rows.dtype.kind == "f":
-            order ^= np.right_shift(order, 31) & np.int32(0x7FFFFFFF)  # the flip undone
-            chosen_values = order.view(np.float32)
+            chosen_values = _flip_negative(order).view(np.float32)
         else:
             chosen_values = order
     # (k, R) to (R, k) one slot at a time: k strided copies beat numpy's transpose here.

@@ -221,12 +221,9 @@ def _run(device, test: TestModel, dynamic: bool, result: TestResult) -> None:
 
 
 def wants_dynamic_variant(test: TestModel, device) -> bool:
-    """Android also runs each test with unspecified output dims on HAL 1.2+ drivers,
-    except expect-failure tests, tests that opt out, and scalar outputs."""
+    """The test's unspecified-output-dims variant, on a HAL 1.2+ driver."""
     version = getattr(device, "version", HalVersion.V1_3)
-    if version < HalVersion.V1_2 or test.expect_failure or not test.test_dynamic_output_shape:
-        return False
-    return not any(is_scalar_type(test.main.operands[i].type) for i in test.main.output_indexes)
+    return version >= HalVersion.V1_2 and test.has_dynamic_output_variant()
 
 
 @dataclass
