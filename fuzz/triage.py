@@ -175,8 +175,9 @@ def replay(
     rss_limit_mb: int = 2048,
     env: dict[str, str] | None = None,
 ) -> list[Outcome]:
-    """Replay ``paths`` on ``target`` in worker processes; one outcome per path."""
-    pending = [str(p) for p in paths]
+    """Replay ``paths`` on ``target`` in worker processes; one outcome per path (absolute:
+    the workers run in the project root, not in the caller's directory)."""
+    pending = [str(Path(p).resolve()) for p in paths]
     outcomes: list[Outcome] = []
     while pending:
         cmd = [

@@ -330,8 +330,13 @@ class CampaignSettings:
         }
 
 
+UNBOUNDED_STOP = 2**63
+"""The stop of the seed range ``A:`` (with A > 0): no end."""
+
+
 def parse_seeds(text: str) -> range | None:
-    """``A:B`` (B excluded), ``A:`` (unbounded) or ``N`` (just seed N)."""
+    """``A:B`` (B excluded), ``A:`` (unbounded: None from 0, else up to
+    :data:`UNBOUNDED_STOP`) or ``N`` (just seed N)."""
     m = re.fullmatch(r"\s*(\d*)\s*(?::\s*(\d*)\s*)?", text)
     if not m:
         raise ValueError(f"bad seed range {text!r}: use A:B, A: or N")
@@ -340,7 +345,7 @@ def parse_seeds(text: str) -> range | None:
         return range(n, n + 1)
     a = int(m.group(1) or 0)
     if not m.group(2):
-        return None if a == 0 else range(a, 2**63)
+        return None if a == 0 else range(a, UNBOUNDED_STOP)
     b = int(m.group(2))
     if b <= a:
         raise ValueError(f"empty seed range {text!r}")

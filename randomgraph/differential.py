@@ -16,8 +16,9 @@ any correct driver computes by more than the criteria allow. Android also widens
 models to float32; we do not by default, because we really compare float16 outputs
 (Android's checker skips them) and operations Android computes in half precision (e.g.
 ROI_ALIGN) then show a bias against a float32 golden that no float16 driver avoids.
-``golden="float32"`` converts every convertible graph, float16 ones included;
-``golden="exact"`` never converts (the reference's own arithmetic is the oracle,
+``golden="float32"`` also widens float16 graphs (Android's choice); a multi-operation
+quantized graph still runs as it is there (converted, it reported saturated and rounded
+intermediates of the reference itself as wrong results); ``golden="exact"`` never converts (the reference's own arithmetic is the oracle,
 bit-exact with Android's CPU path).
 
 **The driver** is run through its whole HAL path: the minimum HAL version of the model
@@ -449,10 +450,10 @@ def golden_mode_for(test: TestModel, mode: str) -> TestModel | None:
     model itself (see the module docstring for the rule)."""
     if mode == "exact":
         return None
-    if mode == "auto" and (
-        len(test.main.operations) != 1
-        or not any(o.type in _DEQUANTIZABLE for o in test.main.operands)
-    ):
+    quantized = any(o.type in _DEQUANTIZABLE for o in test.main.operands)
+    if quantized and len(test.main.operations) != 1:
+        return None  # every correct driver requantizes the intermediates
+    if mode == "auto" and not quantized:
         return None
     return to_float32(test)
 

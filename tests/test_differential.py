@@ -26,6 +26,7 @@ from randomgraph.differential import (
     reference_values,
     requantize,
     run_on_driver,
+    run_reference,
     to_float32,
 )
 from randomgraph.metamorphic import RELATIONS, check_relations, layout_variant, variants
@@ -501,3 +502,41 @@ def test_quantize_helper_roundtrip_sanity():
     fp, _ = compute_golden(t, "float32")
     ex, _ = compute_golden(t, "exact")
     assert np.abs(fp[0].astype(int) - ex[0].astype(int)).max() <= 1
+
+
+def quantized_chain_test() -> TestModel:
+    """HARD_SWISH then L2_NORMALIZATION on quant8 (a campaign's minimized finding): the
+    quantized intermediate rounds to 0, so L2_NORMALIZATION gives 0 where the float32
+    model, which keeps 0.0517, gives 1.0 (127)."""
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_QUANT8_ASYMM_SIGNED, (2, 1), scale=0.1, zero_point=-128)
+    h = m.add_operand(T.TENSOR_QUANT8_ASYMM_SIGNED, (2, 1), scale=0.178, zero_point=-128)
+    m.add_operation(O.HARD_SWISH, [x], [h])
+    y = m.add_output(T.TENSOR_QUANT8_ASYMM_SIGNED, (2, 1), scale=1 / 128, zero_point=0)
+    m.add_operation(O.L2_NORMALIZATION, [h], [y])
+    return TestModel.from_hal("hs_l2", m.build(), [np.array([[-127], [-127]], np.int8)])
+
+
+def test_float32_golden_leaves_multi_operation_quantized_graphs_as_they_are():
+    t = quantized_chain_test()
+    float_model = to_float32(t)
+    assert float_model is not None  # convertible, but its drift is not a driver's bug
+    assert requantize(
+        t.main.operands[t.main.output_indexes[0]],
+        run_reference(*float_model.to_hal_model())[0][0],
+    ).tolist() == [[127], [127]]
+    for mode in ("auto", "float32"):
+        golden, used = compute_golden(t, mode)
+        assert used == "exact" and golden[0].tolist() == [[0], [0]]
+    result = checker(golden="float32").check(t)
+    assert result.outcome == Outcome.PASS, result.detail
+    # A float16 chain is still widened on request.
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT16, (2,))
+    h = m.add_operand(T.TENSOR_FLOAT16, (2,))
+    m.add_operation(O.RELU, [x], [h])
+    y = m.add_output(T.TENSOR_FLOAT16, (2,))
+    m.add_operation(O.TANH, [h], [y])
+    f16 = TestModel.from_hal("f16", m.build(), [np.array([0.5, -1.0], np.float16)])
+    assert compute_golden(f16, "auto")[1] == "exact"
+    assert compute_golden(f16, "float32")[1] == "float32"

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from fuzz.commands.arguments import at_least, seconds
+
 EXIT_OK = 0
 EXIT_FOUND = 1
 EXIT_USAGE = 2
@@ -51,14 +53,23 @@ def register(sub) -> None:
     )
     p.add_argument("target", nargs="?", help="a target name (default with --regress/--merge: all)")
     p.add_argument(
-        "--time", type=float, default=60.0, help="seconds to fuzz (default 60; 0: no limit)"
+        "--time",
+        type=seconds(zero_allowed=True),
+        default=60.0,
+        help="seconds to fuzz (default 60; 0: no limit)",
     )
     p.add_argument(
-        "--jobs", type=int, default=1, help="parallel fuzzing processes (libFuzzer -fork)"
+        "--jobs", type=at_least(1), default=1, help="parallel fuzzing processes (libFuzzer -fork)"
     )
-    p.add_argument("--rss-limit-mb", type=int, default=2048, help="memory limit per input (MB)")
-    p.add_argument("--timeout", type=int, default=5, help="seconds per input before it is a hang")
-    p.add_argument("--max-len", type=int, help="largest input (default: the target's MAX_LEN)")
+    p.add_argument(
+        "--rss-limit-mb", type=at_least(1), default=2048, help="memory limit per input (MB)"
+    )
+    p.add_argument(
+        "--timeout", type=at_least(1), default=5, help="seconds per input before it is a hang"
+    )
+    p.add_argument(
+        "--max-len", type=at_least(1), help="largest input (default: the target's MAX_LEN)"
+    )
     p.add_argument("--driver", help="device to fuzz: a registered name or module:callable")
     p.add_argument("--work", type=Path, help="campaign directory (corpus, artifacts, log)")
     p.add_argument(
@@ -66,7 +77,7 @@ def register(sub) -> None:
     )
     p.add_argument("--seed", type=int, help="libFuzzer random seed")
     p.add_argument("--no-minimize", action="store_true", help="store reproducers as found")
-    p.add_argument("--minimize-time", type=int, default=30, help="seconds to minimize each")
+    p.add_argument("--minimize-time", type=at_least(0), default=30, help="seconds to minimize each")
     p.add_argument(
         "--regress",
         nargs="*",
@@ -109,15 +120,19 @@ def run(args: argparse.Namespace) -> int:
     except UnknownTarget as e:
         print(f"nnfuzz fuzz: {e}", file=sys.stderr)
         return EXIT_USAGE
+    # A mistyped corpus path must not pass as "nothing to replay" in CI.
+    if args.regress and (missing := [d for d in args.regress if not Path(d).exists()]):
+        print(f"nnfuzz fuzz: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.merge and (missing := [d for d in args.merge if not Path(d).is_dir()]):
+        print(f"nnfuzz fuzz: not a corpus directory: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
     if args.regress is not None:
         return regress(args)
     if args.merge is not None:
         return merge(args)
     if not args.target:
         print("nnfuzz fuzz: name a target (or use --list, --regress, --merge)", file=sys.stderr)
-        return EXIT_USAGE
-    if args.jobs < 1 or args.time < 0:
-        print("nnfuzz fuzz: --jobs must be >= 1 and --time >= 0", file=sys.stderr)
         return EXIT_USAGE
     return campaign(args)
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
+from fuzz.commands.arguments import at_least
 
 
 def register(sub) -> None:
@@ -27,7 +28,7 @@ def register(sub) -> None:
         "outputs as expected values.",
     )
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--seed", type=int, help="one seed (default 0)")
+    where.add_argument("--seed", type=at_least(0), help="one seed (default 0)")
     where.add_argument("--seeds", help="a range of seeds A:B (B excluded)")
     p.add_argument(
         "--preset",
@@ -35,9 +36,9 @@ def register(sub) -> None:
         help="single (1 op, dims <= 1000), small (5 ops, dims <= 1000), medium (10 ops, "
         "dims <= 100), large (40 ops, dims <= 10); default small",
     )
-    p.add_argument("--ops", type=int, help="operations per graph (overrides the preset)")
-    p.add_argument("--dims", type=int, help="largest dimension (overrides the preset)")
-    p.add_argument("--elements", type=int, help="largest element count per operand")
+    p.add_argument("--ops", type=at_least(1), help="operations per graph (overrides the preset)")
+    p.add_argument("--dims", type=at_least(1), help="largest dimension (overrides the preset)")
+    p.add_argument("--elements", type=at_least(1), help="largest element count per operand")
     p.add_argument("--op", action="append", metavar="NAME", help="only these operations")
     p.add_argument("--type", action="append", metavar="TYPE", help="only these data types")
     p.add_argument("--rank", action="append", type=int, help="only these primary input ranks")
@@ -50,11 +51,22 @@ def register(sub) -> None:
 
 
 def _seeds(args: argparse.Namespace) -> range:
-    if args.seeds:
-        a, _, b = args.seeds.partition(":")
-        start = int(a or 0)
-        return range(start, int(b) if b else start + 1)
-    return range(args.seed or 0, (args.seed or 0) + 1)
+    from randomgraph.campaign import UNBOUNDED_STOP, parse_seeds
+
+    if not args.seeds:
+        return range(args.seed or 0, (args.seed or 0) + 1)
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError as e:
+        raise _usage_error(str(e)) from None
+    if seeds is None or seeds.stop == UNBOUNDED_STOP:
+        raise _usage_error(f"--seeds {args.seeds} has no end: use A:B")
+    return seeds
+
+
+def _usage_error(message: str) -> SystemExit:
+    print(f"nnfuzz generate: {message}", file=sys.stderr)
+    return SystemExit(2)
 
 
 def _enum_set(values, enum, what: str):
@@ -66,7 +78,7 @@ def _enum_set(values, enum, what: str):
         if what == "type" and not key.startswith("TENSOR_") and "TENSOR_" + key in enum.__members__:
             key = "TENSOR_" + key
         if key not in enum.__members__:
-            raise SystemExit(f"nnfuzz generate: unknown {what} {v!r}")
+            raise _usage_error(f"unknown {what} {v!r}")
         out.add(enum[key])
     return frozenset(out)
 
@@ -80,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             versions = tuple(sorted({HalVersion.parse(v) for v in args.version}))
         except ValueError as e:
-            raise SystemExit(f"nnfuzz generate: {e}") from None
+            raise _usage_error(str(e)) from None
     try:
         config = resolve_config(
             args.preset,
@@ -93,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             versions=versions,
         )
     except ValueError as e:
-        raise SystemExit(f"nnfuzz generate: {e}") from None
+        raise _usage_error(str(e)) from None
     out_dir = Path(args.dump) if args.dump else None
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
+from fuzz.commands.arguments import at_least, seconds
 from fuzz.commands.specs import add_driver_option, open_device
 from fuzz.progress import Progress
 
@@ -77,9 +78,9 @@ def register(sub) -> None:
         help="seed range A:B (B excluded; 'A:' unbounded). Default: 0:50 (Android's count), "
         "or unbounded with --minutes",
     )
-    p.add_argument("--ops", type=int, help="operations per graph (a custom campaign)")
-    p.add_argument("--dims", type=int, help="largest dimension (default: the preset's)")
-    p.add_argument("--minutes", type=float, help="stop starting tests after M minutes")
+    p.add_argument("--ops", type=at_least(1), help="operations per graph (a custom campaign)")
+    p.add_argument("--dims", type=at_least(1), help="largest dimension (default: the preset's)")
+    p.add_argument("--minutes", type=seconds(), help="stop starting tests after M minutes")
     p.add_argument("--op", action="append", metavar="NAMES", help="only these operations")
     p.add_argument(
         "--type", action="append", metavar="NAMES", help="only signatures using these data types"
@@ -97,7 +98,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=at_least(0),
         default=1,
         help="worker processes (default 1; 0 runs in this process, for debugging)",
     )
@@ -107,8 +108,8 @@ def register(sub) -> None:
         "--golden",
         choices=GOLDEN_MODES,
         default="auto",
-        help="golden results: 'auto' (Android's: single quantized/float16 operations in "
-        "float32, requantized), 'float32' (every convertible graph) or 'exact' (the "
+        help="golden results: 'auto' (Android's: a single quantized operation runs in "
+        "float32, requantized), 'float32' (float16 graphs of any size too) or 'exact' (the "
         "reference on the model as it is)",
     )
     p.add_argument(
@@ -117,7 +118,10 @@ def register(sub) -> None:
         help="criteria set for a custom campaign (default: per operation, or by graph size)",
     )
     p.add_argument(
-        "--timeout", type=float, default=10.0, help="watchdog per driver run, seconds (default 10)"
+        "--timeout",
+        type=seconds(),
+        default=10.0,
+        help="watchdog per driver run, seconds (default 10)",
     )
     m = p.add_mutually_exclusive_group()
     m.add_argument(
@@ -130,11 +134,11 @@ def register(sub) -> None:
     p.add_argument("--no-minimize", action="store_true", help="keep failures as found")
     p.add_argument(
         "--minimize-seconds",
-        type=float,
+        type=seconds(),
         default=30.0,
         help="time budget to minimize one failure (default 30)",
     )
-    p.add_argument("--max-tests", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--max-tests", type=at_least(1), help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="no table at the end")
     p.set_defaults(func=cmd_random)
 
@@ -157,8 +161,8 @@ def register(sub) -> None:
         help="criteria (default: the spec's '# nnfuzz-criteria:' line, else the spec-file "
         "criteria 'generated'; 'auto' picks per operation or by graph size)",
     )
-    mz.add_argument("--timeout", type=float, default=10.0, help="watchdog per driver run (s)")
-    mz.add_argument("--seconds", type=float, default=60.0, help="budget per test (default 60)")
+    mz.add_argument("--timeout", type=seconds(), default=10.0, help="watchdog per driver run (s)")
+    mz.add_argument("--seconds", type=seconds(), default=60.0, help="budget per test (default 60)")
     mz.add_argument(
         "--check", action="store_true", help="only check: exit 1 if a test fails, else 0"
     )
@@ -303,7 +307,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     open_device(args.driver)
     try:
         tests = [t for t in load_spec(args.spec) if matches(t.name, args.pattern)]
-    except (SpecError, OSError) as e:
+    except SpecError as e:
         print(f"nnfuzz: {e}", file=sys.stderr)
         return 2
     checker = DifferentialChecker(

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from driver.registry import DriverLoadError, driver_names, load_device
+from fuzz.commands.arguments import at_least
 from fuzz.progress import Progress
 from randomgraph.spec.dsl import SpecError
 from randomgraph.spec.loader import find_specs, load_spec, load_specs
@@ -48,8 +49,8 @@ def register(sub) -> None:
         help="expand specs and check every test model on a driver",
         description="Expand every spec (all variations) and check each test model on the "
         "driver with the generated-test criteria. Also runs each test with unspecified "
-        "output dims on HAL 1.2+ drivers, as Android does. Exit status 0 iff nothing failed; "
-        "the last line is 'N passed, N failed, N skipped'.",
+        "output dims on HAL 1.2+ drivers, as Android does. Exit status 0 iff nothing failed "
+        "(2 when no test model was found); the last line is 'N passed, N failed, N skipped'.",
     )
     run.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     add_driver_option(run)
@@ -79,13 +80,18 @@ def register(sub) -> None:
         "replay",
         help="run one spec and show expected vs actual outputs",
         description="Run every test model of one spec file on the driver and show, per "
-        "output, the expected and actual values and where they differ.",
+        "output, the expected and actual values and where they differ. Exit status 0 when "
+        "every test passes, 1 when one fails, 2 when the spec cannot be loaded or has no "
+        "test (matching -k).",
     )
     rep.add_argument("spec", help="a .mod.py spec file")
     add_driver_option(rep)
     rep.add_argument("-k", dest="pattern", help="only tests whose name contains PATTERN")
     rep.add_argument(
-        "--max-elements", type=int, default=16, help="elements shown per output (default 16)"
+        "--max-elements",
+        type=at_least(1),
+        default=16,
+        help="elements shown per output (default 16)",
     )
     rep.set_defaults(func=cmd_replay)
 
@@ -119,6 +125,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         Path(args.json_file).write_text(
             json.dumps([r.to_json() for r in summary.results], indent=1)
         )
+    if not summary.results:
+        print(f"nnfuzz: {_no_tests(' '.join(args.paths), args.pattern)}", file=sys.stderr)
+        return 2
     print(summary.line)
     return 1 if summary.count(FAIL) else 0
 
@@ -161,7 +170,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             tests = load_spec(path)
         except SpecError as e:
             print(f"nnfuzz: {e}", file=sys.stderr)
-            return 1
+            return 2
         for test in tests:
             if not matches(test.name, args.pattern):
                 continue
@@ -184,5 +193,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
             passed += r.outcome == PASS
             failed += r.outcome == FAIL
             skipped += r.outcome == SKIP
+    if not passed + failed + skipped:
+        print(f"nnfuzz: {_no_tests(args.spec, args.pattern)}", file=sys.stderr)
+        return 2
     print(f"{passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed else 0
+
+
+def _no_tests(where: str, pattern: str | None) -> str:
+    """Why nothing ran: a wrong path or -k must not pass as a green run."""
+    return f"no test model in {where}" + (f" matches -k {pattern!r}" if pattern else "")

@@ -61,12 +61,26 @@ def find_specs(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
+def read_spec_text(path: Path) -> str:
+    """The text of the spec file at ``path``; :class:`SpecError` when it cannot be read
+    or is not UTF-8 (Python source, as Android's generator reads it)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SpecError(f"cannot read: {e.strerror or e}", str(path)) from None
+    except UnicodeDecodeError as e:
+        raise SpecError(
+            f"not a spec file: byte {e.start} is not UTF-8 text ({e.reason})", str(path)
+        ) from None
+
+
 def load_spec(
     path: str | Path, *, source: str | None = None, version: str | None = None
 ) -> list[TestModel]:
-    """Execute and expand one spec file. Raises :class:`SpecError` (with file and line)."""
+    """Execute and expand one spec file. Raises :class:`SpecError` (with file and line),
+    also for a file that cannot be read or is not UTF-8 text."""
     path = Path(path)
-    text = source if source is not None else path.read_text()
+    text = source if source is not None else read_spec_text(path)
     c = SpecContext(str(path), spec_name_of(path), version or version_of(path))
     with _LOCK:
         dsl.set_context(c)
@@ -319,8 +333,6 @@ def load_specs(paths: Iterable[str | Path]) -> Iterator[tuple[Path, list[TestMod
             yield p, load_spec(p)
         except SpecError as e:
             yield p, e
-        except OSError as e:
-            yield p, SpecError(f"cannot read: {e.strerror or e}", str(p))
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - debugging aid

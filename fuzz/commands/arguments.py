@@ -1,0 +1,41 @@
+"""argparse value types the subcommands share: an out-of-range number is a usage error
+that names the option (exit status 2), not a traceback or a run that silently does
+nothing (``--minutes -1``) or something else (``--ops -3``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An integer >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its "invalid ... value" message
+    return parse
+
+
+def seconds(*, zero_allowed: bool = False) -> Callable[[str], float]:
+    """A finite number of seconds (or minutes) > 0, or >= 0 when ``zero_allowed``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value < float("inf") or value < 0 or (value == 0 and not zero_allowed):
+            bound = ">= 0" if zero_allowed else "> 0"
+            raise argparse.ArgumentTypeError(f"must be a finite number {bound}, got {text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse

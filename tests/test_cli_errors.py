@@ -1,0 +1,89 @@
+"""Bad command lines and bad files get a one-line message and exit status 2 (usage) from
+every ``nnfuzz`` command — never a traceback, and never a green run that did nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuzz.cli import main as nnfuzz
+
+CORPUS_SPEC = (
+    Path(__file__).resolve().parents[1] / "corpus" / "specs" / "V1_0" / "mul_broadcast.mod.py"
+)
+
+
+@pytest.fixture
+def files(tmp_path, monkeypatch):
+    """Bad inputs in the working directory: binary, empty and broken specs."""
+    monkeypatch.chdir(tmp_path)
+    Path("binary.mod.py").write_bytes(b"\x7b\xd4\x70\x52\x00\xff")
+    Path("empty.mod.py").write_text("# no model, no example\n")
+    Path("broken.mod.py").write_text("model = Model(\n")
+    return tmp_path
+
+
+def exit_status(argv: list[str]) -> int:
+    try:
+        return nnfuzz(argv)
+    except SystemExit as e:  # argparse usage errors
+        return e.code
+
+
+USAGE_ERRORS = [
+    # (command line, what the message must say)
+    (["replay", "missing.mod.py"], "missing.mod.py: cannot read: No such file"),
+    (["replay", "binary.mod.py"], "binary.mod.py: not a spec file: byte 1 is not UTF-8"),
+    (["replay", "broken.mod.py"], "broken.mod.py:1: syntax error"),
+    (["replay", "empty.mod.py"], "no test model in empty.mod.py"),
+    (["replay", str(CORPUS_SPEC), "-k", "zzz"], "matches -k 'zzz'"),
+    (["replay", str(CORPUS_SPEC), "--max-elements", "-1"], "--max-elements: must be >= 1"),
+    (["specs", "run", "empty.mod.py"], "no test model in empty.mod.py"),
+    (["specs", "run", str(CORPUS_SPEC), "-k", "zzz"], "matches -k 'zzz'"),
+    (["dot", "binary.mod.py"], "not a spec file"),
+    (["minimize", "binary.mod.py"], "not a spec file"),
+    (["minimize", "missing.mod.py"], "cannot read: No such file"),
+    (["minimize", str(CORPUS_SPEC), "--seconds", "0"], "--seconds: must be a finite number > 0"),
+    (["random", "--minutes", "-1"], "--minutes: must be a finite number > 0, got -1"),
+    (["random", "--minutes", "inf"], "--minutes: must be a finite number > 0"),
+    (["random", "--timeout", "nan"], "--timeout: must be a finite number > 0"),
+    (["random", "--ops", "0"], "--ops: must be >= 1, got 0"),
+    (["random", "--dims", "-2"], "--dims: must be >= 1"),
+    (["random", "--jobs", "-1"], "--jobs: must be >= 0"),
+    (["random", "--jobs", "two"], "--jobs: not an integer: 'two'"),
+    (["random", "--seeds", "5:3"], "empty seed range '5:3'"),
+    (["generate", "--seeds", "abc"], "bad seed range 'abc'"),
+    (["generate", "--seeds", "5:"], "--seeds 5: has no end"),
+    (["generate", "--ops", "-3"], "--ops: must be >= 1, got -3"),
+    (["generate", "--seed", "-1"], "--seed: must be >= 0"),
+    (["fuzz", "model", "--time", "-5"], "--time: must be a finite number >= 0"),
+    (["fuzz", "model", "--jobs", "0"], "--jobs: must be >= 1"),
+    (["fuzz", "model", "--regress", "no-such-dir"], "no such file or directory: no-such-dir"),
+    (["fuzz", "model", "--merge", "binary.mod.py"], "not a corpus directory: binary.mod.py"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS]
+)
+def test_bad_command_line_is_a_usage_error_naming_the_problem(files, capsys, argv, message):
+    assert exit_status(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert not list(Path.cwd().glob("nnfuzz-random-*")), "a rejected campaign left a directory"
+
+
+def test_specs_run_counts_an_unreadable_spec_as_a_failed_test(files, capsys):
+    assert exit_status(["specs", "run", "binary.mod.py", "broken.mod.py"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED binary.mod.py: cannot load spec" in out
+    assert "0 passed, 2 failed, 0 skipped" in out
+
+
+def test_regress_replays_a_file_named_relative_to_the_callers_directory(files, capsys):
+    # The replay workers run in the project root: a relative path must still be found.
+    Path("input.bin").write_bytes(b"NNFW not really a model")
+    assert exit_status(["fuzz", "model", "--regress", "input.bin", "--crash-dir", "none"]) == 0
+    assert "model: 1 inputs replayed, 0 failed" in capsys.readouterr().out
