@@ -1165,15 +1165,12 @@ def _run_in_process(runner: _Runner) -> None:
 def _worker_main(conn, settings: CampaignSettings) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     worker = CampaignWorker(settings)
-    conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            task = conn.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
-        conn.send(("done", worker.handle(task)))
+    try:
+        conn.send(("ready", os.getpid()))
+        while (task := conn.recv()) is not None:
+            conn.send(("done", worker.handle(task)))
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return  # the parent is gone (killed): its journal holds everything finished
 
 
 class _Proc:

@@ -241,6 +241,27 @@ def test_a_killed_campaign_resumes(tmp_path):
     assert set(before) <= set(ids)
 
 
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_campaign_writes_its_report_and_says_how_to_resume(tmp_path, stop):
+    # A CI timeout sends SIGTERM: it must stop the campaign as Ctrl-C does.
+    out = tmp_path / "c"
+    cmd = [sys.executable, "-m", "fuzz", "random", "--ops", "1", "--op", "ADD,MUL"]
+    cmd += ["--seeds", "0:100000", "--jobs", "1", "--no-minimize", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(journal_tests(out)) < 4:
+        time.sleep(0.05)
+    proc.send_signal(stop)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr.decode()
+    assert f"interrupted: rerun with --out {out} to resume" in stderr.decode()
+    assert b"Traceback" not in stderr
+    assert (out / "report.html").exists() and (out / "summary.md").exists()
+    ran = len(journal_tests(out))
+    assert 4 <= ran < 200000 and f"{ran} tests: {ran} passed".encode() in stdout
+
+
 # ---------------------------------------------------------------------------------------
 # Deduplication, shards, settings, reports
 # ---------------------------------------------------------------------------------------
