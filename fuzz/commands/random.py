@@ -180,6 +180,7 @@ def register(sub) -> None:
 
 def cmd_random(args: argparse.Namespace) -> int:
     from randomgraph.campaign import (
+        UNBOUNDED_STOP,
         CampaignError,
         CampaignSettings,
         Filters,
@@ -232,7 +233,10 @@ def cmd_random(args: argparse.Namespace) -> int:
         minimize_seconds=args.minimize_seconds,
         max_tests=args.max_tests,
     )
-    seeds_text = "unbounded" if seeds is None else f"{seeds.start}:{seeds.stop}"
+    if seeds is None or seeds.stop == UNBOUNDED_STOP:
+        seeds_text = f"{seeds.start if seeds else 0}: (unbounded)"
+    else:
+        seeds_text = f"{seeds.start}:{seeds.stop}"
     print(
         f"nnfuzz random: {driver}, {len(groups)} group(s) ({preset}), seeds {seeds_text}, "
         f"golden {args.golden}, metamorphic {'on' if metamorphic else 'off'}, "
