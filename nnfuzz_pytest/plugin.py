@@ -35,6 +35,7 @@ MARKERS = {
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from fuzz.commands.arguments import seconds
     from nnfuzz_pytest.budget import BUDGETS, PROFILES
 
     g = parser.getgroup("nnfuzz", "nnfuzz NNAPI driver conformance")
@@ -62,7 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption(
         "--nn-timeout",
-        type=float,
+        type=seconds(),
         metavar="SECONDS",
         help="time limit of one driver call before it counts as a HANG (default: budget)",
     )

@@ -260,10 +260,19 @@ def test_the_suite_alone_needs_a_driver(pytester):
     assert "needs a driver" in result.stderr.str()
 
 
-def test_bad_driver_is_a_usage_error(pytester):
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--nn-driver", "no-such-driver")
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--nn-driver", "no-such-driver"], "unknown driver 'no-such-driver'"),
+        (["--nn-driver", "reference", "--nn-timeout", "-1"], "--nn-timeout: must be a finite"),
+        (["--nn-driver", "reference", "--nn-hal-version", "9.9"], "unknown HAL version '9.9'"),
+        (["--nn-driver", "reference", "--nn-ops", "NOPE"], "unknown operation 'NOPE'"),
+    ],
+)
+def test_bad_option_is_a_usage_error(pytester, options, message):
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *options)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "unknown driver 'no-such-driver'" in result.stderr.str()
+    assert message in result.stderr.str()
 
 
 FIXTURE_TESTS = """
