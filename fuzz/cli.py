@@ -79,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        if e.filename is None:
+            raise
+        # A path the user named (an output file, a --work or --out directory) is not
+        # usable: say which and why, not where in the code it was found out.
+        print(f"nnfuzz: {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0
 

@@ -61,6 +61,15 @@ USAGE_ERRORS = [
     (["fuzz", "model", "--jobs", "0"], "--jobs: must be >= 1"),
     (["fuzz", "model", "--regress", "no-such-dir"], "no such file or directory: no-such-dir"),
     (["fuzz", "model", "--merge", "binary.mod.py"], "not a corpus directory: binary.mod.py"),
+    (["ops", "NOPE", "ADD"], "unknown operation NOPE"),
+    # Output paths that cannot be created (under a file): the path and the reason.
+    (
+        ["specs", "expand", str(CORPUS_SPEC), "--json", "empty.mod.py/x.json"],
+        "empty.mod.py/x.json: Not a directory",
+    ),
+    (["generate", "--dump", "empty.mod.py/specs"], "empty.mod.py/specs: Not a directory"),
+    (["random", "--out", "empty.mod.py/c", "--max-tests", "1"], "empty.mod.py/c: Not a directory"),
+    (["fuzz", "model", "--work", "empty.mod.py/w"], "empty.mod.py/w/corpus: Not a directory"),
 ]
 
 

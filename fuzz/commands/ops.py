@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from driver.hal.types import STANDARD_OPERATIONS, operand_type_name
 from driver.operations import REGISTRY, family_of
@@ -22,6 +23,10 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     wanted = {n.upper() for n in args.names}
+    unknown = sorted(wanted - {op.name for op in STANDARD_OPERATIONS})
+    if unknown:
+        print(f"nnfuzz ops: unknown operation {', '.join(unknown)}", file=sys.stderr)
+        return 2
     declared = 0
     for op in STANDARD_OPERATIONS:
         if wanted and op.name not in wanted:
