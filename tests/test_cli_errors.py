@@ -62,11 +62,12 @@ USAGE_ERRORS = [
     (["fuzz", "model", "--regress", "no-such-dir"], "no such file or directory: no-such-dir"),
     (["fuzz", "model", "--merge", "binary.mod.py"], "not a corpus directory: binary.mod.py"),
     (["ops", "NOPE", "ADD"], "unknown operation NOPE"),
-    # Output paths that cannot be created (under a file): the path and the reason.
-    (
-        ["specs", "expand", str(CORPUS_SPEC), "--json", "empty.mod.py/x.json"],
-        "empty.mod.py/x.json: Not a directory",
-    ),
+    # An output file whose directory does not exist: refused before the run.
+    (["specs", "run", str(CORPUS_SPEC), "--json", "no-dir/r.json"], "no-dir is not a directory"),
+    (["specs", "expand", str(CORPUS_SPEC), "--json", "no-dir/x.json"], "no-dir is not a directory"),
+    (["generate", "--json", "no-dir/g.json"], "no-dir is not a directory"),
+    (["dot", str(CORPUS_SPEC), "-o", "no-dir/g.dot"], "no-dir is not a directory"),
+    # Output directories that cannot be created (under a file): the path and the reason.
     (["generate", "--dump", "empty.mod.py/specs"], "empty.mod.py/specs: Not a directory"),
     (["random", "--out", "empty.mod.py/c", "--max-tests", "1"], "empty.mod.py/c: Not a directory"),
     (["fuzz", "model", "--work", "empty.mod.py/w"], "empty.mod.py/w/corpus: Not a directory"),

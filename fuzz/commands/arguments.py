@@ -5,6 +5,7 @@ nothing (``--minutes -1``) or something else (``--ops -3``)."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 
 
@@ -39,3 +40,13 @@ def seconds(*, zero_allowed: bool = False) -> Callable[[str], float]:
 
     parse.__name__ = "number"
     return parse
+
+
+def output_file(text: str) -> str:
+    """A file to write at the end of a run: its directory must exist now, so a typo does
+    not cost the run's results ('-' is standard output)."""
+    if text != "-":
+        parent = os.path.dirname(text) or "."
+        if not os.path.isdir(parent):
+            raise argparse.ArgumentTypeError(f"{parent} is not a directory (to write {text})")
+    return text

@@ -9,6 +9,7 @@ from pathlib import Path
 from driver import wire
 from driver.graphdump import graph_dump
 from driver.hal.types import Model
+from fuzz.commands.arguments import output_file
 
 EPILOG = """\
 MODEL is a wire-encoded model (a fuzz reproducer, a corpus seed; see nnfuzz decode) or a
@@ -32,7 +33,9 @@ def register(sub) -> None:
     )
     p.add_argument("model", metavar="MODEL", help="wire-encoded model file or spec file")
     p.add_argument("-k", dest="pattern", help="the test model of a spec file to draw")
-    p.add_argument("-o", "--output", help="write the graph here (default: stdout)")
+    p.add_argument(
+        "-o", "--output", type=output_file, help="write the graph here (default: stdout)"
+    )
     p.set_defaults(func=cmd_dot)
 
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
-from fuzz.commands.arguments import at_least
+from fuzz.commands.arguments import at_least, output_file
 
 
 def register(sub) -> None:
@@ -45,7 +45,9 @@ def register(sub) -> None:
     p.add_argument("--version", action="append", metavar="V", help="only these HAL versions")
     p.add_argument("--coverage", action="store_true", help="print the coverage table")
     p.add_argument("--dump", metavar="DIR", help="write each graph as DIR/<name>.mod.py")
-    p.add_argument("--json", metavar="FILE", help="write per-graph summaries as JSON")
+    p.add_argument(
+        "--json", metavar="FILE", type=output_file, help="write per-graph summaries as JSON"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no per-graph lines")
     p.set_defaults(func=run)
 

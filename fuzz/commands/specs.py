@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from driver.registry import DriverLoadError, driver_names, load_device
-from fuzz.commands.arguments import at_least
+from fuzz.commands.arguments import at_least, output_file
 from fuzz.progress import Progress
 from randomgraph.spec.dsl import SpecError
 from randomgraph.spec.loader import find_specs, load_spec, load_specs
@@ -57,7 +57,12 @@ def register(sub) -> None:
     run.add_argument(
         "-k", dest="pattern", help="only tests whose name contains PATTERN (or matches a glob)"
     )
-    run.add_argument("--json", dest="json_file", help="write per-test results to this JSON file")
+    run.add_argument(
+        "--json",
+        dest="json_file",
+        type=output_file,
+        help="write per-test results to this JSON file",
+    )
     run.add_argument("--no-dynamic", action="store_true", help="skip the dynamic-output-shape runs")
     run.add_argument(
         "-v", "--verbose", action="store_true", help="print every test, not only failures"
@@ -71,7 +76,13 @@ def register(sub) -> None:
         "expanded CTS test models: {spec path: [test model, ...]}.",
     )
     exp.add_argument("paths", nargs="+", metavar="PATH")
-    exp.add_argument("--json", dest="json_file", required=True, help="output file ('-' for stdout)")
+    exp.add_argument(
+        "--json",
+        dest="json_file",
+        type=output_file,
+        required=True,
+        help="output file ('-' for stdout)",
+    )
     exp.add_argument("-k", dest="pattern", help="only tests whose name contains PATTERN")
     exp.set_defaults(func=cmd_expand)
     specs.set_defaults(func=lambda a: specs.print_help() or 2)
