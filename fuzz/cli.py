@@ -7,12 +7,10 @@ Each subcommand lives in its own module under :mod:`fuzz.commands` and exposes
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import signal
 import sys
-import threading
-from collections.abc import Iterator
+
+from randomgraph.stopping import stop_signals_interrupt
 
 COMMAND_MODULES = (
     "fuzz.commands.dot",
@@ -39,32 +37,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals that stop a command as Ctrl-C does: a CI job's timeout or cancellation, a
-closed terminal. Campaigns then keep their journal, write their report and say how to
-resume; a second signal terminates at once."""
-
-
-def _stop(signum: int, frame) -> None:
-    signal.signal(signum, signal.SIG_DFL)
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def stop_signals_interrupt() -> Iterator[None]:
-    """Within the block, :data:`STOP_SIGNALS` raise KeyboardInterrupt (main thread only;
-    the previous handlers come back after)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, _stop) for s in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -77,6 +77,7 @@ from randomgraph.differential import (
 )
 from randomgraph.minimize import MinimizeOptions, minimize
 from randomgraph.spec.dumper import dump_spec
+from randomgraph.stopping import stop_signals_deferred
 from randomgraph.testmodel import TestModel
 
 JOURNAL = "journal.jsonl"
@@ -909,6 +910,10 @@ class _Runner:
     # --- results ----------------------------------------------------------------------
     def on_test(self, rec: TestRecord) -> Failure | None:
         """Record a finished test; returns a new failure to minimize, if any."""
+        with stop_signals_deferred():
+            return self._record_test(rec)
+
+    def _record_test(self, rec: TestRecord) -> Failure | None:
         self.ran += 1
         entry: dict[str, Any] = {
             "kind": "test",
@@ -997,6 +1002,10 @@ class _Runner:
         return f
 
     def on_minimized(self, mr: MinimizeRecord) -> None:
+        with stop_signals_deferred():
+            self._record_minimized(mr)
+
+    def _record_minimized(self, mr: MinimizeRecord) -> None:
         f = self.state.failures[mr.failure]
         entry: dict[str, Any] = {
             "kind": "minimized",

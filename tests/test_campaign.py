@@ -30,6 +30,7 @@ from randomgraph.campaign import (
 )
 from randomgraph.differential import Outcome
 from randomgraph.spec.loader import load_spec
+from randomgraph.stopping import STOP_SIGNALS, stop_signals_deferred, stop_signals_interrupt
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -239,6 +240,19 @@ def test_a_killed_campaign_resumes(tmp_path):
     wanted = {case_id(g, s) for _, g, s in enumerate_tests(groups, range(40))}
     assert len(ids) == len(set(ids)) and wanted <= set(ids)
     assert set(before) <= set(ids)
+
+
+@pytest.mark.parametrize("stop", STOP_SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_stop_signal_waits_for_the_records_being_written(stop):
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    steps = []
+    with pytest.raises(KeyboardInterrupt), stop_signals_interrupt():
+        with stop_signals_deferred():
+            signal.raise_signal(stop)
+            steps.append("journal line and state, both")
+        steps.append("after the records")
+    assert steps == ["journal line and state, both"]
+    assert {s: signal.getsignal(s) for s in STOP_SIGNALS} == before
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])

@@ -1,0 +1,56 @@
+"""How a long run stops: Ctrl-C (SIGINT), a CI job's timeout or cancellation (SIGTERM)
+and a closed terminal (SIGHUP) all stop it the same way — KeyboardInterrupt — so that
+campaigns keep their journal, write their report and say how to resume."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _restore(signum: int, handler) -> None:
+    # None: a handler Python did not install; the default is the best we can do.
+    signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+def _interrupt(signum: int, frame) -> None:
+    signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt as SIGINT does (main
+    thread only; the previous handlers come back after)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _interrupt) for s in STOP_SIGNALS if s != signal.SIGINT}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            _restore(s, handler)
+
+
+@contextlib.contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """A stop signal that arrives within the block waits for its end, then goes to the
+    handler it would have reached: records written together (a journal line and the
+    state it updates) are written together or not at all."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {s: signal.signal(s, lambda n, frame: caught.append(n)) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            _restore(s, handler)
+        if caught:
+            signal.raise_signal(caught[0])
