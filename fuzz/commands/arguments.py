@@ -21,7 +21,6 @@ def at_least(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
         return value
 
-    parse.__name__ = "integer"  # argparse names the type in its "invalid ... value" message
     return parse
 
 
@@ -38,7 +37,6 @@ def seconds(*, zero_allowed: bool = False) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"must be a finite number {bound}, got {text}")
         return value
 
-    parse.__name__ = "number"
     return parse
 
 
