@@ -7,6 +7,7 @@ import dataclasses
 import os
 import struct
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -942,6 +943,24 @@ def test_cli_validates_requests_against_a_model(tmp_path, capsys):
     # Pools decode without handles (as in the fuzz targets), which validation rejects.
     assert rc == 3, out
     assert "status INVALID_ARGUMENT" in out and "handle" in out
+
+
+def test_cli_explains_a_request_fuzz_input_and_validates_it_on_its_fixture(tmp_path, capsys):
+    from fuzz.fixtures import FIXTURES
+
+    corpus = Path(__file__).resolve().parents[1] / "corpus" / "request"
+    seed = corpus / "seed-while_count-fenced"
+    selector = seed.read_bytes()[0]
+    assert FIXTURES[selector & 0x0F][0] == "while_count" and (selector >> 4) & 3 == 3
+    assert _cli(str(seed), "--validate") == 0
+    out = capsys.readouterr().out
+    assert f"selector 0x{selector:02x} (fixture while_count, path fenced," in out
+    assert "REQUEST message" in out and "status NONE" in out  # its pools resolved, as in the target
+    # The same request with its selector byte pointing at another fixture does not fit it.
+    other = tmp_path / "other"
+    other.write_bytes(bytes([selector & 0xF0 | 6]) + seed.read_bytes()[1:])
+    assert _cli(str(other), "--validate") == 3
+    assert "fixture split_outputs" in capsys.readouterr().out
 
 
 def test_cli_describes_every_kind(tmp_path, capsys):

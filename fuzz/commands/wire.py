@@ -50,6 +50,9 @@ a model whose constants live in a pool (CONSTANT_REFERENCE) does not validate he
 --validate runs driver.validation on the decoded object (a REQUEST needs --model FILE,
 the model it is meant for) and prints the HAL status and message.
 
+An input of the `request` fuzz target (a selector byte, the REQUEST, pool bytes) is
+recognized: the selector is explained and --validate uses the fixture model it selects.
+
 exit status:
   {EXIT_OK}  decoded (and, with --validate, the status is NONE)
   {EXIT_DECODE_ERROR}  the bytes are not a valid message (the error names the byte offset)
@@ -59,6 +62,7 @@ exit status:
 
 examples:
   nnfuzz decode crash-1234
+  nnfuzz decode corpus/crashes/request/crash-5678 --validate
   nnfuzz decode model.nnw --validate --version V1_2
   nnfuzz decode request.nnw --validate --model model.nnw"""
 
@@ -117,15 +121,45 @@ def _hex_context(data: bytes, offset: int, width: int = 8) -> str:
     return f"bytes {lo}..{hi}: " + " ".join(cells)
 
 
+def request_fuzz_input(data: bytes) -> tuple[bytes, str, Model] | None:
+    """A ``request`` fuzz-target input (selector byte, REQUEST message, pool bytes) as
+    (the message, what the selector chose, the fixture model it runs on); None for other
+    data."""
+    from fuzz.fixtures import FIXTURES
+    from fuzz.targets.request import PATHS, split_input
+
+    parts = split_input(data) if data[1:5] == wire.MAGIC else None
+    if parts is None:
+        return None
+    selector, message, pool_bytes = parts
+    name, build = FIXTURES[(selector & 0x0F) % len(FIXTURES)]
+    note = (
+        f"request fuzz-target input: selector 0x{selector:02x} (fixture {name}, "
+        f"path {PATHS[(selector >> 4) & 3]}, measure {'on' if selector & 0x40 else 'off'}, "
+        f"{'a deadline already passed' if selector & 0x80 else 'no deadline'}), "
+        f"{len(pool_bytes)} pool bytes after the message"
+    )
+    return message, note, build()
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         data = _read(args.file)
     except OSError as e:
         print(f"nnfuzz decode: cannot read {args.file}: {e.strerror or e}", file=sys.stderr)
         return EXIT_USAGE
+    fixture = None
+    if data[:4] != wire.MAGIC and (found := request_fuzz_input(data)) is not None:
+        data, note, fixture = found
+        print(note)
     try:
         version, kind, _ = wire.read_header(data)
-        obj = wire.decode(data)
+        if fixture is None:
+            obj = wire.decode(data)
+        else:  # its pools resolve to the target's, as when it ran
+            from fuzz.harness import HarnessPools
+
+            obj = wire.decode_request(data, HarnessPools().resolve)
     except wire.WireDecodeError as e:
         print(f"decode error at byte {e.offset} ({e.failure.value}): {e.reason}")
         print(_hex_context(data, e.offset))
@@ -135,15 +169,18 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if not args.validate:
         return EXIT_OK
-    return _validate(obj, args)
+    return _validate(obj, args, fixture)
 
 
-def _validate(obj: object, args: argparse.Namespace) -> int:
+def _validate(obj: object, args: argparse.Namespace, fixture: Model | None = None) -> int:
+    """``fixture``: the model a request fuzz input runs on (used unless --model is given)."""
     from driver import validation
 
     version: HalVersion = args.version
     if isinstance(obj, Model):
         check = lambda: validation.validate_model(obj, version)  # noqa: E731
+    elif isinstance(obj, Request) and fixture is not None and not args.model:
+        check = lambda: validation.validate_request(fixture, obj, version)  # noqa: E731
     elif isinstance(obj, Request):
         if not args.model:
             print("--validate on a REQUEST needs --model FILE (the model it is for)")
