@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return 0
     except OSError as e:
         if e.filename is None:
             raise
@@ -58,8 +60,6 @@ def main(argv: list[str] | None = None) -> int:
         # usable: say which and why, not where in the code it was found out.
         print(f"nnfuzz: {e.filename}: {e.strerror or e}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":
