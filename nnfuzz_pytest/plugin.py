@@ -35,7 +35,7 @@ MARKERS = {
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from fuzz.commands.arguments import seconds
+    from fuzz.commands.arguments import duration
     from nnfuzz_pytest.budget import BUDGETS, PROFILES
 
     g = parser.getgroup("nnfuzz", "nnfuzz NNAPI driver conformance")
@@ -63,7 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption(
         "--nn-timeout",
-        type=seconds(),
+        type=duration(),
         metavar="SECONDS",
         help="time limit of one driver call before it counts as a HANG (default: budget)",
     )

@@ -18,8 +18,9 @@ models to float32; we do not by default, because we really compare float16 outpu
 ROI_ALIGN) then show a bias against a float32 golden that no float16 driver avoids.
 ``golden="float32"`` also widens float16 graphs (Android's choice); a multi-operation
 quantized graph still runs as it is there (converted, it reported saturated and rounded
-intermediates of the reference itself as wrong results); ``golden="exact"`` never converts (the reference's own arithmetic is the oracle,
-bit-exact with Android's CPU path).
+intermediates of the reference itself as wrong results). ``golden="exact"`` never
+converts (the reference's own arithmetic is the oracle, bit-exact with Android's CPU
+path).
 
 **The driver** is run through its whole HAL path: the minimum HAL version of the model
 against the driver's version, ``getSupportedOperations`` (a graph it does not fully

@@ -12,6 +12,11 @@ from collections.abc import Iterator
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+def _handled(signals: tuple[int, ...]) -> list[int]:
+    """The signals not ignored: ``nohup`` ignores SIGHUP, and that choice stands."""
+    return [s for s in signals if signal.getsignal(s) is not signal.SIG_IGN]
+
+
 def _restore(signum: int, handler) -> None:
     # None: a handler Python did not install; the default is the best we can do.
     signal.signal(signum, signal.SIG_DFL if handler is None else handler)
@@ -29,7 +34,7 @@ def stop_signals_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, _interrupt) for s in STOP_SIGNALS if s != signal.SIGINT}
+    previous = {s: signal.signal(s, _interrupt) for s in _handled(STOP_SIGNALS[1:])}
     try:
         yield
     finally:
@@ -46,7 +51,9 @@ def stop_signals_deferred() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-    previous = {s: signal.signal(s, lambda n, frame: caught.append(n)) for s in STOP_SIGNALS}
+    previous = {
+        s: signal.signal(s, lambda n, frame: caught.append(n)) for s in _handled(STOP_SIGNALS)
+    }
     try:
         yield
     finally:

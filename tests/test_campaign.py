@@ -255,6 +255,18 @@ def test_a_stop_signal_waits_for_the_records_being_written(stop):
     assert {s: signal.getsignal(s) for s in STOP_SIGNALS} == before
 
 
+def test_an_ignored_stop_signal_stays_ignored():
+    # nohup ignores SIGHUP: closing the terminal must not stop the campaign.
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with stop_signals_interrupt(), stop_signals_deferred():
+            signal.raise_signal(signal.SIGHUP)
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stopped_campaign_writes_its_report_and_says_how_to_resume(tmp_path, stop):
     # A CI timeout sends SIGTERM: it must stop the campaign as Ctrl-C does.

@@ -24,8 +24,9 @@ def at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def seconds(*, zero_allowed: bool = False) -> Callable[[str], float]:
-    """A finite number of seconds (or minutes) > 0, or >= 0 when ``zero_allowed``."""
+def duration(*, zero_allowed: bool = False) -> Callable[[str], float]:
+    """A finite duration (seconds or minutes, as the option says) > 0, or >= 0 when
+    ``zero_allowed``."""
 
     def parse(text: str) -> float:
         try:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from fuzz.commands.arguments import at_least, seconds
+from fuzz.commands.arguments import at_least, duration
 
 EXIT_OK = 0
 EXIT_FOUND = 1
@@ -54,7 +54,7 @@ def register(sub) -> None:
     p.add_argument("target", nargs="?", help="a target name (default with --regress/--merge: all)")
     p.add_argument(
         "--time",
-        type=seconds(zero_allowed=True),
+        type=duration(zero_allowed=True),
         default=60.0,
         help="seconds to fuzz (default 60; 0: no limit)",
     )

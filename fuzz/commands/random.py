@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
-from fuzz.commands.arguments import at_least, seconds
+from fuzz.commands.arguments import at_least, duration
 from fuzz.commands.specs import add_driver_option, open_device
 from fuzz.progress import Progress
 
@@ -80,7 +80,7 @@ def register(sub) -> None:
     )
     p.add_argument("--ops", type=at_least(1), help="operations per graph (a custom campaign)")
     p.add_argument("--dims", type=at_least(1), help="largest dimension (default: the preset's)")
-    p.add_argument("--minutes", type=seconds(), help="stop starting tests after M minutes")
+    p.add_argument("--minutes", type=duration(), help="stop starting tests after M minutes")
     p.add_argument("--op", action="append", metavar="NAMES", help="only these operations")
     p.add_argument(
         "--type", action="append", metavar="NAMES", help="only signatures using these data types"
@@ -119,7 +119,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=seconds(),
+        type=duration(),
         default=10.0,
         help="watchdog per driver run, seconds (default 10)",
     )
@@ -134,7 +134,7 @@ def register(sub) -> None:
     p.add_argument("--no-minimize", action="store_true", help="keep failures as found")
     p.add_argument(
         "--minimize-seconds",
-        type=seconds(),
+        type=duration(),
         default=30.0,
         help="time budget to minimize one failure (default 30)",
     )
@@ -161,8 +161,8 @@ def register(sub) -> None:
         help="criteria (default: the spec's '# nnfuzz-criteria:' line, else the spec-file "
         "criteria 'generated'; 'auto' picks per operation or by graph size)",
     )
-    mz.add_argument("--timeout", type=seconds(), default=10.0, help="watchdog per driver run (s)")
-    mz.add_argument("--seconds", type=seconds(), default=60.0, help="budget per test (default 60)")
+    mz.add_argument("--timeout", type=duration(), default=10.0, help="watchdog per driver run (s)")
+    mz.add_argument("--seconds", type=duration(), default=60.0, help="budget per test (default 60)")
     mz.add_argument(
         "--check", action="store_true", help="only check: exit 1 if a test fails, else 0"
     )

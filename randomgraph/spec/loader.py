@@ -61,7 +61,7 @@ def find_specs(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
-def read_spec_text(path: Path) -> str:
+def _read_spec_text(path: Path) -> str:
     """The text of the spec file at ``path``; :class:`SpecError` when it cannot be read
     or is not UTF-8 (Python source, as Android's generator reads it)."""
     try:
@@ -80,7 +80,7 @@ def load_spec(
     """Execute and expand one spec file. Raises :class:`SpecError` (with file and line),
     also for a file that cannot be read or is not UTF-8 text."""
     path = Path(path)
-    text = source if source is not None else read_spec_text(path)
+    text = source if source is not None else _read_spec_text(path)
     c = SpecContext(str(path), spec_name_of(path), version or version_of(path))
     with _LOCK:
         dsl.set_context(c)
