@@ -106,3 +106,25 @@ def test_regress_replays_a_file_named_relative_to_the_callers_directory(files, c
     Path("input.bin").write_bytes(b"NNFW not really a model")
     assert exit_status(["fuzz", "model", "--regress", "input.bin", "--crash-dir", "none"]) == 0
     assert "model: 1 inputs replayed, 0 failed" in capsys.readouterr().out
+
+
+def test_an_interrupted_specs_run_keeps_the_results_that_finished(files, capsys, monkeypatch):
+    import json
+
+    from randomgraph.spec import runner
+
+    real = runner.run_test_model
+    calls = []
+
+    def interrupt_the_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_test_model", interrupt_the_third)
+    argv = ["specs", "run", str(CORPUS_SPEC), "--no-dynamic", "--json", "results.json"]
+    assert exit_status(argv) == 130
+    out, err = capsys.readouterr()
+    assert "interrupted" in err and out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
+    assert [r["outcome"] for r in json.loads(Path("results.json").read_text())] == ["passed"] * 2

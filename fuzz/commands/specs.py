@@ -14,7 +14,15 @@ from fuzz.commands.arguments import at_least, output_file
 from fuzz.progress import Progress
 from randomgraph.spec.dsl import SpecError
 from randomgraph.spec.loader import find_specs, load_spec, load_specs
-from randomgraph.spec.runner import FAIL, PASS, SKIP, matches, run_specs, run_test_model
+from randomgraph.spec.runner import (
+    FAIL,
+    PASS,
+    SKIP,
+    RunSummary,
+    matches,
+    run_specs,
+    run_test_model,
+)
 
 DRIVER_HELP = (
     "driver to test: a registered name ({names}) or module:callable returning a device "
@@ -122,9 +130,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             extra = f": {r.reason}" if r.reason else ""
             progress.print(f"{r.outcome.upper()} {r.display_name}{extra}")
 
-    summary = run_specs(
-        args.paths, device, pattern=args.pattern, dynamic=not args.no_dynamic, on_result=on_result
-    )
+    summary = RunSummary()
+    interrupted = False
+    try:
+        run_specs(
+            args.paths,
+            device,
+            pattern=args.pattern,
+            dynamic=not args.no_dynamic,
+            on_result=on_result,
+            into=summary,
+        )
+    except KeyboardInterrupt:
+        interrupted = True  # report (and write) what finished
     progress.close()
     skipped = [r for r in summary.results if r.outcome == SKIP]
     if skipped and not args.verbose:
@@ -137,11 +155,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         Path(args.json_file).write_text(
             json.dumps([r.to_json() for r in summary.results], indent=1)
         )
-    if not summary.results:
+    if not summary.results and not interrupted:
         # Exit 0 stays "nothing failed" (a stable contract), so say it loudly.
         print(f"nnfuzz: warning: {_no_tests(' '.join(args.paths), args.pattern)}", file=sys.stderr)
+    if interrupted:
+        print("interrupted: the counts below are the tests that finished", file=sys.stderr)
     print(summary.line)
-    return 1 if summary.count(FAIL) else 0
+    return 1 if summary.count(FAIL) else (130 if interrupted else 0)
 
 
 def cmd_expand(args: argparse.Namespace) -> int:

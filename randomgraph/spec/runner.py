@@ -253,10 +253,12 @@ def run_specs(
     pattern: str | None = None,
     dynamic: bool = True,
     on_result: Callable[[TestResult], None] | None = None,
+    into: RunSummary | None = None,
 ) -> RunSummary:
     """Load, expand and run every spec under ``paths``. A spec that cannot be loaded
-    counts as one failed test named after the file."""
-    summary = RunSummary()
+    counts as one failed test named after the file. Results go to ``into`` (a new
+    summary by default) as they come, so an interrupted run keeps what it finished."""
+    summary = into if into is not None else RunSummary()
 
     def record(r: TestResult) -> None:
         summary.results.append(r)
