@@ -570,6 +570,8 @@ class CampaignWorker:
             num_ops=num_ops,
             options=MinimizeOptions(seconds=self.settings.minimize_seconds),
         )
+        if m.interrupted:
+            raise KeyboardInterrupt  # unfinished: the journal keeps it pending, to resume
         mt = m.test
         mt.name = f"{test.name}_min"
         spec_test = with_outputs(mt, m.result.expected) if m.result.expected else mt

@@ -83,6 +83,7 @@ class Minimized:
     checks: int = 0
     seconds: float = 0.0
     steps: list[str] = field(default_factory=list)  # accepted reductions, in order
+    interrupted: bool = False  # stopped by KeyboardInterrupt: the smallest failing test so far
 
     @property
     def operations(self) -> int:
@@ -95,10 +96,13 @@ class _Budget:
         self.deadline = self.start + options.seconds
         self.max_checks = options.max_checks
         self.checks = 0
+        self.interrupted = False
 
     def exhausted(self, deadline: float | None = None) -> bool:
-        return self.checks >= self.max_checks or time.monotonic() > min(
-            self.deadline, deadline or self.deadline
+        return (
+            self.interrupted
+            or self.checks >= self.max_checks
+            or time.monotonic() > min(self.deadline, deadline or self.deadline)
         )
 
 
@@ -134,7 +138,13 @@ class Minimizer:
         if key in self._seen:
             return self._seen[key]
         self.budget.checks += 1
-        result = self.checker.check(test)
+        try:
+            result = self.checker.check(test)
+        except KeyboardInterrupt:
+            # Every phase now sees a spent budget and returns the smallest failing test
+            # it has: an interrupted minimization keeps its progress.
+            self.budget.interrupted = True
+            return None
         ok = result if same_failure(self.target, result) else None
         self._seen[key] = ok
         return ok
@@ -233,6 +243,9 @@ class Minimizer:
             try:
                 values = reference_values(test)
             except ReferenceError_:
+                break
+            except KeyboardInterrupt:
+                self.budget.interrupted = True
                 break
             accepted = False
             for what, keep in _keep_sets(test, result.first_op):
@@ -334,6 +347,7 @@ def _minimize(checker, test, result, choices, regenerate, num_ops, options) -> M
         m.budget.checks,
         time.monotonic() - m.budget.start,
         m.steps,
+        m.budget.interrupted,
     )
 
 

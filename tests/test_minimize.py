@@ -87,6 +87,61 @@ def test_graph_reduction_keeps_the_failing_operation_only():
     assert c.check(m.test).outcome == Outcome.WRONG
 
 
+class InterruptedAfter:
+    """A checker that is interrupted (Ctrl-C) during its ``n``-th check."""
+
+    def __init__(self, inner: DifferentialChecker, n: int):
+        self.inner, self.n, self.calls = inner, n, 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def __setattr__(self, name, value):
+        if name == "options":
+            self.inner.options = value
+        else:
+            super().__setattr__(name, value)
+
+    def check(self, test):
+        self.calls += 1
+        if self.calls == self.n:
+            raise KeyboardInterrupt
+        return self.inner.check(test)
+
+
+def test_an_interrupted_minimization_returns_the_smallest_failure_so_far():
+    t = graph(act=1)
+    c = checker("planted-activation")
+    r = c.check(t)
+    full = minimize(c, t, r, options=MinimizeOptions(seconds=20))
+    stopped = InterruptedAfter(checker("planted-activation"), n=full.checks // 2)
+    m = minimize(stopped, t, r, options=MinimizeOptions(seconds=20))
+    assert m.interrupted and not full.interrupted
+    assert stopped.calls == full.checks // 2  # no check after the interrupt
+    assert 0 < len(m.steps) < len(full.steps)  # the reductions accepted before it stay
+    assert len(m.test.main.operations) < len(t.main.operations)
+    assert c.check(m.test).outcome == Outcome.WRONG  # what it returns still fails
+
+
+def test_an_interrupted_minimize_command_writes_what_it_has(tmp_path, capsys, monkeypatch):
+    t = graph(act=1)
+    spec = tmp_path / "graph.mod.py"
+    spec.write_text(dump_spec(with_outputs(t, compute_golden(t)[0])))
+    real, calls = DifferentialChecker.check, []
+
+    def check(self, test, **kw):
+        calls.append(1)
+        if len(calls) == 4:  # the spec passed its check; the reduction has begun
+            raise KeyboardInterrupt
+        return real(self, test, **kw)
+
+    monkeypatch.setattr(DifferentialChecker, "check", check)
+    assert nnfuzz(["minimize", str(spec), "--driver", "planted-activation"]) == 130
+    assert "smallest failing graph found so far" in capsys.readouterr().err
+    text = (tmp_path / "graph_min.mod.py").read_text()
+    assert ", interrupted)" in text and 'model.Operation("ADD"' in text
+
+
 def test_resized_reinfers_shapes():
     t = graph(dims=(4, 3))
     x = t.main.input_indexes[0]

@@ -364,7 +364,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
             f"driver: {args.driver}; golden: {m.result.golden_mode or '-'}; criteria: {m.result.criteria}",
             f"detail: {' '.join(m.result.detail.split())}",
             f"minimized from {spec_path.name} ({len(test.main.operations)} -> "
-            f"{m.operations} operations, {m.checks} checks, {m.seconds:.1f} s)",
+            f"{m.operations} operations, {m.checks} checks, {m.seconds:.1f} s"
+            f"{', interrupted' if m.interrupted else ''})",
             f"replay: {replay_command(target, args.driver, m.result.outcome.value, args.timeout)}",
         ]
         write_spec(
@@ -385,6 +386,11 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         print(
             f"   replay: {replay_command(target, args.driver, m.result.outcome.value, args.timeout)}"
         )
+        if m.interrupted:
+            print(
+                "interrupted: that spec is the smallest failing graph found so far", file=sys.stderr
+            )
+            return 130
     if args.check:
         return 1 if failed else 0
     if not failed:
