@@ -58,6 +58,10 @@ from randomgraph.testmodel import TestModel, TestOperand, TestOperation, TestSub
 L = OperandLifeTime
 T = OperandType
 
+ProgressCallback = Callable[[str | None], None]
+"""Told of each check (None) and each accepted reduction (its step, as in
+:attr:`Minimized.steps`), for a live display."""
+
 Regenerate = Callable[[Sequence[int], int | None], "tuple[TestModel, Sequence[int]] | None"]
 """``(choices, num_ops or None for the original) -> (test, the choices it recorded)``, or
 None if the generator cannot make a graph from them."""
@@ -121,6 +125,7 @@ class Minimizer:
         checker: DifferentialChecker,
         target: DiffResult,
         options: MinimizeOptions | None = None,
+        on_progress: ProgressCallback | None = None,
     ):
         self.checker = checker
         self.target = target
@@ -128,6 +133,12 @@ class Minimizer:
         self.budget = _Budget(self.options)
         self._seen: dict[str, DiffResult | None] = {}
         self.steps: list[str] = []
+        self.on_progress = on_progress
+
+    def _accept(self, step: str) -> None:
+        self.steps.append(step)
+        if self.on_progress is not None:
+            self.on_progress(step)
 
     # --- the predicate -------------------------------------------------------------
     def reproduces(self, test: TestModel | None) -> DiffResult | None:
@@ -147,6 +158,8 @@ class Minimizer:
             return None
         ok = result if same_failure(self.target, result) else None
         self._seen[key] = ok
+        if self.on_progress is not None:
+            self.on_progress(None)
         return ok
 
     # --- phase 1: the choice sequence ------------------------------------------------
@@ -180,7 +193,7 @@ class Minimizer:
             if not _simpler(recorded, best) and (ops or 0) >= (best_ops or 0):
                 return False
             best, best_ops, test, result = recorded, ops, t, r
-            self.steps.append(f"choices: {what} ({len(best)} choices)")
+            self._accept(f"choices: {what} ({len(best)} choices)")
             return True
 
         improved = True
@@ -255,7 +268,7 @@ class Minimizer:
                 r = self.reproduces(cand)
                 if r is not None:
                     test, result = cand, r
-                    self.steps.append(f"graph: {what} ({len(test.main.operations)} operations)")
+                    self._accept(f"graph: {what} ({len(test.main.operations)} operations)")
                     accepted = True
                     break
             if not accepted:
@@ -273,7 +286,7 @@ class Minimizer:
                 r = self.reproduces(cand)
                 if r is not None:
                     test, result = cand, r
-                    self.steps.append(f"dims: {what}")
+                    self._accept(f"dims: {what}")
                     improved = True
                     break
         return test, result
@@ -288,7 +301,7 @@ class Minimizer:
                 r = self.reproduces(cand)
                 if r is not None:
                     test, result = cand, r
-                    self.steps.append(f"values: operand {i} {what}")
+                    self._accept(f"values: operand {i} {what}")
                     break
         return test, result
 
@@ -302,21 +315,25 @@ def minimize(
     regenerate: Regenerate | None = None,
     num_ops: int | None = None,
     options: MinimizeOptions | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> Minimized:
     """The smallest test found that fails like ``result`` (``test`` itself if nothing
-    smaller does). ``choices``/``regenerate`` enable phase 1 (see the module docstring)."""
+    smaller does). ``choices``/``regenerate`` enable phase 1 (see the module docstring).
+    ``on_progress`` hears of every check (None) and every accepted reduction (its step)."""
     saved = checker.options
     if result.outcome != Outcome.INCONSISTENT and saved.metamorphic:
         # A candidate that passes the differential check does not reproduce anyway.
         checker.options = replace(saved, metamorphic=())
     try:
-        return _minimize(checker, test, result, choices, regenerate, num_ops, options)
+        return _minimize(checker, test, result, choices, regenerate, num_ops, options, on_progress)
     finally:
         checker.options = saved
 
 
-def _minimize(checker, test, result, choices, regenerate, num_ops, options) -> Minimized:
-    m = Minimizer(checker, result, options)
+def _minimize(
+    checker, test, result, choices, regenerate, num_ops, options, on_progress
+) -> Minimized:
+    m = Minimizer(checker, result, options, on_progress)
     opts = m.options
     min_choices: tuple[int, ...] | None = tuple(choices) if choices is not None else None
     min_ops = num_ops

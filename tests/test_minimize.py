@@ -142,6 +142,17 @@ def test_an_interrupted_minimize_command_writes_what_it_has(tmp_path, capsys, mo
     assert ", interrupted)" in text and 'model.Operation("ADD"' in text
 
 
+def test_progress_hears_every_check_and_every_reduction_as_it_happens():
+    t = graph(act=1)
+    c = checker("planted-activation")
+    heard: list[str | None] = []
+    m = minimize(c, t, c.check(t), options=MinimizeOptions(seconds=20), on_progress=heard.append)
+    assert [h for h in heard if h is not None] == m.steps and m.steps
+    assert heard.count(None) == m.checks
+    # Each reduction is heard right after the check that found it.
+    assert all(heard[i - 1] is None for i, h in enumerate(heard) if h is not None)
+
+
 def test_resized_reinfers_shapes():
     t = graph(dims=(4, 3))
     x = t.main.input_indexes[0]

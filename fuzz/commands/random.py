@@ -293,6 +293,27 @@ def _slug(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+def _minimize_live(checker, test, result, seconds: float):
+    """:func:`randomgraph.minimize.minimize`, printing each accepted reduction as it
+    happens and the number of checks on the live status line."""
+    from randomgraph.minimize import MinimizeOptions, minimize
+
+    progress = Progress("   checks", stream=sys.stderr)
+
+    def show(step: str | None) -> None:
+        if step is None:
+            progress.advance("run")
+        else:
+            progress.print(f"     {step}")
+
+    try:
+        return minimize(
+            checker, test, result, options=MinimizeOptions(seconds=seconds), on_progress=show
+        )
+    finally:
+        progress.close()
+
+
 def cmd_minimize(args: argparse.Namespace) -> int:
     from randomgraph.campaign import replay_command, write_spec
     from randomgraph.differential import (
@@ -303,7 +324,6 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         with_outputs,
     )
     from randomgraph.metamorphic import RELATIONS
-    from randomgraph.minimize import MinimizeOptions, minimize
     from randomgraph.spec.dsl import SpecError
     from randomgraph.spec.loader import load_spec
     from randomgraph.spec.runner import matches
@@ -349,7 +369,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         failed += 1
         if args.check:
             continue
-        m = minimize(checker, form, result, options=MinimizeOptions(seconds=args.seconds))
+        print(f"   reducing (budget {args.seconds:g} s):")
+        m = _minimize_live(checker, form, result, args.seconds)
         name = f"{stem}_min" if len(tests) == 1 else f"{test.name}_min"
         if args.out:
             out = Path(args.out)
@@ -381,8 +402,6 @@ def cmd_minimize(args: argparse.Namespace) -> int:
             f"   minimized: {len(test.main.operations)} -> {m.operations} operations "
             f"({m.checks} checks, {m.seconds:.1f} s) -> {target}"
         )
-        for step in m.steps:
-            print(f"     {step}")
         print(
             f"   replay: {replay_command(target, args.driver, m.result.outcome.value, args.timeout)}"
         )
