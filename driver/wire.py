@@ -265,7 +265,7 @@ def fd_resolver(fds: Sequence[int], *, max_pool_size: int | None = None) -> Reso
     with :class:`driver.memory.SharedMemory` (which duplicates the fd) after checking
     that the fd is a regular file (memfd, tmpfs) holding at least the declared size —
     mapping past the end of a file would turn the first access into SIGBUS."""
-    from driver.memory import MAX_POOL_SIZE, BytesHandle, SharedMemory
+    from driver.memory import MAX_POOL_SIZE, SharedMemory
 
     limit = MAX_POOL_SIZE if max_pool_size is None else max_pool_size
 
@@ -286,8 +286,10 @@ def fd_resolver(fds: Sequence[int], *, max_pool_size: int | None = None) -> Reso
             raise fail(f"descriptor {fd} is not a mappable file")
         if st.st_size < size:
             raise fail(f"pool declares {size} bytes but descriptor {fd} holds {st.st_size}")
-        if size == 0:  # nothing to map (and mmap refuses empty files)
-            return Memory(name, 0, BytesHandle(0))
+        if size == 0:
+            # No bytes to share, and mmap refuses an empty file: a fresh empty memfd
+            # stands in (not a process-private buffer: it must cross to a child again).
+            return Memory(name, 0, SharedMemory(0))
         try:
             return Memory(name, size, SharedMemory.from_fd(fd, size))
         except (OSError, ValueError) as e:

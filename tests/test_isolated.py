@@ -375,3 +375,19 @@ def test_loading_failures_are_driver_load_errors():
     device = load_device("reference@isolated:timeout=2.5:start_timeout=30")
     assert isinstance(device, IsolatedDevice) and device.timeout == 2.5
     device.close()
+
+
+def test_an_empty_pool_crosses_two_process_boundaries():
+    """A request without inputs still carries its (empty) input pool. A child that is
+    itself isolated must pass that pool on with a descriptor: it reached the inner child
+    as a pool without a handle, which the driver rejected (INVALID_ARGUMENT)."""
+    b = ModelBuilder()
+    c = b.add_constant(F32, (4,), [1, 2, 3, 4])
+    b.add_operation(Op.ADD, [c, c, b.add_scalar(T.INT32, 0)], [b.add_output(F32, (4,))])
+    model = b.build()
+    rb = build_request(model, [])
+    assert rb.input_pool.size == 0
+    with load_device("reference@isolated@isolated") as device:
+        pm = prepare(device, model)
+        assert pm.execute_synchronously(rb.request)[0] == E.NONE
+    assert np.frombuffer(rb.output_bytes(0), np.float32).tolist() == [2, 4, 6, 8]
