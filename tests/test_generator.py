@@ -403,3 +403,19 @@ def test_generate_with_a_custom_source_and_config():
     assert graph.name == "custom"
     for o in graph.model.main.operands:
         assert (int(np.prod(o.dimensions)) if o.dimensions else 1) <= 64
+
+
+def test_generate_command_lists_dumps_and_reports_failed_seeds(tmp_path, capsys):
+    from fuzz.cli import main as nnfuzz
+
+    assert nnfuzz(["generate", "--seeds", "3:6", "--dump", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[1] for line in out.splitlines()[:3]] == ["3", "4", "5"]
+    assert "3 graphs generated, 0 failed" in out
+    specs = sorted(tmp_path.glob("*.mod.py"))
+    assert len(specs) == 3 and all(load_spec(p) for p in specs)
+    # No operation has a primary input of rank 9: each seed fails, on stderr, exit 1.
+    assert nnfuzz(["generate", "--seeds", "0:2", "--rank", "9", "--coverage"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("no operation could be generated") == 2
+    assert "0 graphs generated, 2 failed" in captured.err

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
 from fuzz.commands.arguments import at_least, output_file
+from fuzz.progress import Progress
 
 
 def register(sub) -> None:
@@ -115,13 +116,19 @@ def run(args: argparse.Namespace) -> int:
     summaries = []
     failed = 0
     start = time.perf_counter()
-    for seed in _seeds(args):
+    seeds = _seeds(args)
+    # Per-graph lines are off with --coverage or -q: show a live count instead.
+    progress = Progress("generate", total=len(seeds), stream=sys.stderr)
+    for seed in seeds:
         try:
             graph = generate(seed, config)
         except GenerationError as e:
             failed += 1
+            progress.close()  # clears the live line; the next count redraws it
             print(f"seed {seed}: {e}", file=sys.stderr)
+            progress.advance("failed")
             continue
+        progress.advance("generated")
         coverage.add(graph)
         ops = [r.operation.name for r in graph.operations]
         summary = {
@@ -141,10 +148,11 @@ def run(args: argparse.Namespace) -> int:
             summary["spec"] = str(path)
         if not args.quiet and not args.coverage:
             shown = " ".join(ops[:12]) + (" ..." if len(ops) > 12 else "")
-            print(
+            progress.print(
                 f"seed {seed:6}  HAL {graph.version.label}{' relaxed' if graph.relaxed else ''}"
                 f"  {len(ops)} ops: {shown}"
             )
+    progress.close()
     elapsed = time.perf_counter() - start
     if args.coverage:
         print(coverage.table())
