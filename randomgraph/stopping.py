@@ -9,7 +9,9 @@ import signal
 import threading
 from collections.abc import Iterator
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that would end the process outright; made to stop it as Ctrl-C does."""
+STOP_SIGNALS = (signal.SIGINT, *TERMINATION_SIGNALS)
 
 
 def _handled(signals: tuple[int, ...]) -> list[int]:
@@ -34,7 +36,7 @@ def stop_signals_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, _interrupt) for s in _handled(STOP_SIGNALS[1:])}
+    previous = {s: signal.signal(s, _interrupt) for s in _handled(TERMINATION_SIGNALS)}
     try:
         yield
     finally:
