@@ -1,5 +1,5 @@
 """Bad command lines and bad files get a one-line message and exit status 2 (usage) from
-every ``nnfuzz`` command — never a traceback, and never a green run that did nothing."""
+every ``nnfuzz`` command — never a traceback; a run that found nothing to do says so."""
 
 from __future__ import annotations
 
