@@ -604,6 +604,20 @@ def test_cli_specs_run_counts_json_and_exit_status(tmp_path, capsys):
     assert capsys.readouterr().out.strip().splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
 
 
+def test_a_hanging_driver_fails_its_tests_and_the_run_goes_on(capsys):
+    # planted-hang never returns from executions whose tensors have a dimension of 3:
+    # every mul_broadcast test hangs; the conv_same_padding tests after them still pass.
+    specs = Path(__file__).resolve().parents[1] / "corpus/specs/V1_0"
+    hangs, passes = str(specs / "mul_broadcast.mod.py"), str(specs / "conv_same_padding.mod.py")
+    options = ["--driver", "planted-hang", "--timeout", "0.5"]
+    assert cli_main(["specs", "run", hangs, passes, *options, "--no-dynamic"]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    hung = [line for line in lines if "hang: no return from the driver within 0.5 s" in line]
+    assert len(hung) == 4 and lines[-1] == "4 passed, 4 failed, 0 skipped"
+    assert cli_main(["replay", hangs, *options]) == 1
+    assert "hang: no return from the driver within 0.5 s" in capsys.readouterr().out
+
+
 def test_cli_specs_expand_and_replay(tmp_path, capsys):
     good = spec(tmp_path, "good", ADD_SPEC)
     out = tmp_path / "expanded.json"

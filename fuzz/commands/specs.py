@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from driver.registry import DriverLoadError, driver_names, load_device
-from fuzz.commands.arguments import at_least, output_file
+from fuzz.commands.arguments import at_least, duration, output_file
 from fuzz.progress import Progress
+from randomgraph.differential import DriverSession
 from randomgraph.spec.dsl import SpecError
 from randomgraph.spec.loader import find_specs, load_spec, load_specs
 from randomgraph.spec.runner import (
@@ -44,6 +45,25 @@ def open_device(spec: str):
         raise SystemExit(2) from None
 
 
+def open_session(spec: str, timeout: float) -> DriverSession:
+    """The driver under a watchdog: a test it does not finish within ``timeout`` seconds
+    fails as a hang, and the next test gets a fresh device."""
+    try:
+        return DriverSession(lambda: load_device(spec), name=spec, timeout=timeout)
+    except DriverLoadError as e:
+        print(f"nnfuzz: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def add_timeout_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timeout",
+        type=duration(),
+        default=60.0,
+        help="seconds one test may take on the driver before it fails as a hang (default 60)",
+    )
+
+
 def register(sub) -> None:
     specs = sub.add_parser(
         "specs",
@@ -63,6 +83,7 @@ def register(sub) -> None:
     )
     run.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     add_driver_option(run)
+    add_timeout_option(run)
     run.add_argument(
         "-k", dest="pattern", help="only tests whose name contains PATTERN (or matches a glob)"
     )
@@ -106,6 +127,7 @@ def register(sub) -> None:
     )
     rep.add_argument("spec", help="a .mod.py spec file")
     add_driver_option(rep)
+    add_timeout_option(rep)
     rep.add_argument("-k", dest="pattern", help="only tests whose name contains PATTERN")
     rep.add_argument(
         "--max-elements",
@@ -117,7 +139,7 @@ def register(sub) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    device = open_device(args.driver)
+    device = open_session(args.driver, args.timeout)
     progress = Progress("specs", stream=sys.stderr)
 
     def on_result(r):
@@ -191,7 +213,7 @@ def _fmt(values: np.ndarray, n: int) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    device = open_device(args.driver)
+    device = open_session(args.driver, args.timeout)
     paths = find_specs([args.spec])
     if not paths:
         print(f"nnfuzz: no spec at {args.spec}", file=sys.stderr)

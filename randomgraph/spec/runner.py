@@ -34,6 +34,7 @@ from randomgraph.criteria import (
     check_multinomial,
     check_random_graph_output,
 )
+from randomgraph.differential import DriverHang, DriverSession
 from randomgraph.spec.dsl import SpecError
 from randomgraph.spec.loader import load_specs
 from randomgraph.testmodel import TestModel
@@ -103,11 +104,23 @@ def _driver_message(device) -> str:
 
 def run_test_model(device, test: TestModel, *, dynamic: bool = False) -> TestResult:
     """Prepare and execute one test model on ``device``; never raises for driver errors
-    (a Python exception from the driver is reported as a failure, "crash")."""
+    (a Python exception from the driver is reported as a failure, "crash"). ``device``
+    may be a :class:`DriverSession`: the test then runs under its watchdog, a driver that
+    does not return in time is a failure ("hang"), and the session starts a fresh device
+    for the next test."""
     start = time.perf_counter()
     result = TestResult(test.name, FAIL, source=test.source, dynamic=dynamic)
     try:
-        _run(device, test, dynamic, result)
+        if isinstance(device, DriverSession):
+            # An abandoned (hung) run must not write into the result reported.
+            own = TestResult(test.name, FAIL, source=test.source, dynamic=dynamic)
+            device.run(lambda call: _run(device.device, test, dynamic, own))
+            result = own
+        else:
+            _run(device, test, dynamic, result)
+    except DriverHang as e:
+        result.outcome = FAIL
+        result.reason = f"hang: {e}"
     except Exception as e:  # a driver that raises is a driver bug: report, carry on
         result.outcome = FAIL
         result.reason = f"crash: {type(e).__name__}: {e}"
@@ -275,6 +288,7 @@ def run_specs(
             if not matches(test.name, pattern):
                 continue
             record(run_test_model(device, test))
-            if dynamic and wants_dynamic_variant(test, device):
+            driver = device.device if isinstance(device, DriverSession) else device
+            if dynamic and wants_dynamic_variant(test, driver):
                 record(run_test_model(device, test, dynamic=True))
     return summary
