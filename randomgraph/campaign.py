@@ -353,6 +353,18 @@ def parse_seeds(text: str) -> range | None:
     return range(a, b)
 
 
+def unbounded(seeds: range | None) -> bool:
+    """Whether ``seeds`` (as :func:`parse_seeds` returns it) has no end."""
+    return seeds is None or seeds.stop == UNBOUNDED_STOP
+
+
+def seeds_label(seeds: range | None) -> str:
+    """``A:B``, or ``A: (unbounded)``."""
+    if unbounded(seeds):
+        return f"{seeds.start if seeds else 0}: (unbounded)"
+    return f"{seeds.start}:{seeds.stop}"
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
     if not m or not 0 <= int(m.group(1)) < int(m.group(2)):

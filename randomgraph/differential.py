@@ -594,16 +594,29 @@ class DriverSession:
     counters tell a hang or a crash from an ordinary failure status."""
 
     def __init__(
-        self, factory: Callable[[], object], *, name: str = "driver", timeout: float | None = 10
+        self,
+        factory: Callable[[], object],
+        *,
+        name: str = "driver",
+        timeout: float | None = 10,
+        device: object | None = None,
     ):
         self._factory = factory
         self.name = name
         self.timeout = timeout
-        self.device = factory()
+        self.device = factory() if device is None else device  # ``device``: already made
         self._watchdog: _Watchdog | None = None
         self.hangs = 0
         self.crashes = 0
         self.current = ""  # the driver method being called (for hang messages)
+
+    @classmethod
+    def around(cls, device: object) -> DriverSession:
+        """``device`` as a session without a watchdog (its runs are plain calls); a
+        session stays as it is."""
+        if isinstance(device, DriverSession):
+            return device
+        return cls(lambda: device, timeout=None, device=device)
 
     @property
     def version(self) -> HalVersion:

@@ -19,29 +19,30 @@ def _handled(signals: tuple[int, ...]) -> list[int]:
     return [s for s in signals if signal.getsignal(s) is not signal.SIG_IGN]
 
 
-def _restore(signum: int, handler) -> None:
-    # None: a handler Python did not install; the default is the best we can do.
-    signal.signal(signum, signal.SIG_DFL if handler is None else handler)
-
-
 def _interrupt(signum: int, frame) -> None:
     signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
     raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
-def stop_signals_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt as SIGINT does (main
-    thread only; the previous handlers come back after)."""
+def _handling(signals: tuple[int, ...], handler) -> Iterator[None]:
+    """``handler`` for the ``signals`` not ignored, within the block (main thread only:
+    Python delivers signals there); the previous handlers come back after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, _interrupt) for s in _handled(TERMINATION_SIGNALS)}
+    previous = {s: signal.signal(s, handler) for s in _handled(signals)}
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            _restore(s, handler)
+        for s, before in previous.items():
+            # None: a handler Python did not install; the default is the best we can do.
+            signal.signal(s, signal.SIG_DFL if before is None else before)
+
+
+def stop_signals_interrupt() -> contextlib.AbstractContextManager[None]:
+    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt as SIGINT does."""
+    return _handling(TERMINATION_SIGNALS, _interrupt)
 
 
 @contextlib.contextmanager
@@ -49,17 +50,10 @@ def stop_signals_deferred() -> Iterator[None]:
     """A stop signal that arrives within the block waits for its end, then goes to the
     handler it would have reached: records written together (a journal line and the
     state it updates) are written together or not at all."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     caught: list[int] = []
-    previous = {
-        s: signal.signal(s, lambda n, frame: caught.append(n)) for s in _handled(STOP_SIGNALS)
-    }
     try:
-        yield
+        with _handling(STOP_SIGNALS, lambda signum, frame: caught.append(signum)):
+            yield
     finally:
-        for s, handler in previous.items():
-            _restore(s, handler)
         if caught:
             signal.raise_signal(caught[0])

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
+
+
+def usage_error(message: str) -> SystemExit:
+    """Print ``message`` (already prefixed with the command) and return the exit (status
+    2) to raise: a usage error found after parsing, worded like argparse's own."""
+    print(message, file=sys.stderr)
+    return SystemExit(2)
 
 
 def at_least(minimum: int) -> Callable[[str], int]:

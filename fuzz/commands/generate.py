@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
-from fuzz.commands.arguments import at_least, output_file
+from fuzz.commands.arguments import at_least, output_file, usage_error
 from fuzz.progress import Progress
 
 
@@ -54,7 +54,7 @@ def register(sub) -> None:
 
 
 def _seeds(args: argparse.Namespace) -> range:
-    from randomgraph.campaign import UNBOUNDED_STOP, parse_seeds
+    from randomgraph.campaign import parse_seeds, unbounded
 
     if not args.seeds:
         return range(args.seed or 0, (args.seed or 0) + 1)
@@ -62,14 +62,13 @@ def _seeds(args: argparse.Namespace) -> range:
         seeds = parse_seeds(args.seeds)
     except ValueError as e:
         raise _usage_error(str(e)) from None
-    if seeds is None or seeds.stop == UNBOUNDED_STOP:
+    if unbounded(seeds):
         raise _usage_error(f"--seeds {args.seeds} has no end: use A:B")
     return seeds
 
 
 def _usage_error(message: str) -> SystemExit:
-    print(f"nnfuzz generate: {message}", file=sys.stderr)
-    return SystemExit(2)
+    return usage_error(f"nnfuzz generate: {message}")
 
 
 def _enum_set(values, enum, what: str):

@@ -180,7 +180,6 @@ def register(sub) -> None:
 
 def cmd_random(args: argparse.Namespace) -> int:
     from randomgraph.campaign import (
-        UNBOUNDED_STOP,
         CampaignError,
         CampaignSettings,
         Filters,
@@ -191,6 +190,7 @@ def cmd_random(args: argparse.Namespace) -> int:
         preset_groups,
         replay_command,
         run_campaign,
+        seeds_label,
     )
     from randomgraph.differential import Outcome
     from randomgraph.metamorphic import RELATIONS
@@ -233,12 +233,8 @@ def cmd_random(args: argparse.Namespace) -> int:
         minimize_seconds=args.minimize_seconds,
         max_tests=args.max_tests,
     )
-    if seeds is None or seeds.stop == UNBOUNDED_STOP:
-        seeds_text = f"{seeds.start if seeds else 0}: (unbounded)"
-    else:
-        seeds_text = f"{seeds.start}:{seeds.stop}"
     print(
-        f"nnfuzz random: {driver}, {len(groups)} group(s) ({preset}), seeds {seeds_text}, "
+        f"nnfuzz random: {driver}, {len(groups)} group(s) ({preset}), seeds {seeds_label(seeds)}, "
         f"golden {args.golden}, metamorphic {'on' if metamorphic else 'off'}, "
         f"jobs {args.jobs} -> {out}",
         flush=True,

@@ -10,14 +10,13 @@ from pathlib import Path
 import numpy as np
 
 from driver.registry import DriverLoadError, driver_names, load_device
-from fuzz.commands.arguments import at_least, duration, output_file
+from fuzz.commands.arguments import at_least, duration, output_file, usage_error
 from fuzz.progress import Progress
 from randomgraph.differential import DriverSession
 from randomgraph.spec.dsl import SpecError
 from randomgraph.spec.loader import find_specs, load_spec, load_specs
 from randomgraph.spec.runner import (
     FAIL,
-    PASS,
     SKIP,
     RunSummary,
     matches,
@@ -41,18 +40,14 @@ def open_device(spec: str):
     try:
         return load_device(spec)
     except DriverLoadError as e:
-        print(f"nnfuzz: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise usage_error(f"nnfuzz: {e}") from None
 
 
 def open_session(spec: str, timeout: float) -> DriverSession:
     """The driver under a watchdog: a test it does not finish within ``timeout`` seconds
     fails as a hang, and the next test gets a fresh device."""
-    try:
-        return DriverSession(lambda: load_device(spec), name=spec, timeout=timeout)
-    except DriverLoadError as e:
-        print(f"nnfuzz: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+    device = open_device(spec)
+    return DriverSession(lambda: load_device(spec), name=spec, timeout=timeout, device=device)
 
 
 def add_timeout_option(p: argparse.ArgumentParser) -> None:
@@ -218,7 +213,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not paths:
         print(f"nnfuzz: no spec at {args.spec}", file=sys.stderr)
         return 2
-    failed = passed = skipped = 0
+    summary = RunSummary()
     for path in paths:
         try:
             tests = load_spec(path)
@@ -229,6 +224,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             if not matches(test.name, args.pattern):
                 continue
             r = run_test_model(device, test)
+            summary.results.append(r)
             print(
                 f"== {r.name}: {r.outcome.upper()}"
                 + (f" ({r.reason})" if r.reason and r.outcome != FAIL else "")
@@ -244,14 +240,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 for m in r.mismatches:
                     if m.output == k:
                         print(f"     DIFFERS: {m}")
-            passed += r.outcome == PASS
-            failed += r.outcome == FAIL
-            skipped += r.outcome == SKIP
-    if not passed + failed + skipped:
+    if not summary.results:
         print(f"nnfuzz: {_no_tests(args.spec, args.pattern)}", file=sys.stderr)
         return 2
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    return 1 if failed else 0
+    print(summary.line)
+    return 1 if summary.count(FAIL) else 0
 
 
 def _no_tests(where: str, pattern: str | None) -> str:

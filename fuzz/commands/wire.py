@@ -126,17 +126,18 @@ def request_fuzz_input(data: bytes) -> tuple[bytes, str, Model] | None:
     (the message, what the selector chose, the fixture model it runs on); None for other
     data."""
     from fuzz.fixtures import FIXTURES
-    from fuzz.targets.request import PATHS, split_input
+    from fuzz.targets.request import Selection, split_input
 
     parts = split_input(data) if data[1:5] == wire.MAGIC else None
     if parts is None:
         return None
     selector, message, pool_bytes = parts
-    name, build = FIXTURES[(selector & 0x0F) % len(FIXTURES)]
+    chosen = Selection.of(selector, len(FIXTURES))
+    name, build = FIXTURES[chosen.fixture]
     note = (
         f"request fuzz-target input: selector 0x{selector:02x} (fixture {name}, "
-        f"path {PATHS[(selector >> 4) & 3]}, measure {'on' if selector & 0x40 else 'off'}, "
-        f"{'a deadline already passed' if selector & 0x80 else 'no deadline'}), "
+        f"path {chosen.path}, measure {'on' if chosen.measure else 'off'}, "
+        f"{'a deadline already passed' if chosen.past_deadline else 'no deadline'}), "
         f"{len(pool_bytes)} pool bytes after the message"
     )
     return message, note, build()

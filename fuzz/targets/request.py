@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 import sys
 import time
+from dataclasses import dataclass
 
 from driver import wire
 from driver.device import CollectingCallback
@@ -52,6 +53,25 @@ def prepared_fixtures() -> list[tuple[Model, object | None]]:
             status, prepared = dev.prepare_model(model)
             _PREPARED.append((model, prepared if status == ErrorStatus.NONE else None))
     return _PREPARED
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What an input's selector byte chooses (see the module docstring)."""
+
+    fixture: int  # index into fuzz.fixtures.FIXTURES
+    path: str
+    measure: bool
+    past_deadline: bool
+
+    @classmethod
+    def of(cls, selector: int, fixtures: int) -> Selection:
+        return cls(
+            (selector & 0x0F) % fixtures,
+            PATHS[(selector >> 4) & 3],
+            bool(selector & 0x40),
+            bool(selector & 0x80),
+        )
 
 
 def split_input(data: bytes) -> tuple[int, bytes, bytes] | None:
@@ -106,7 +126,8 @@ def test_one_input(data: bytes) -> None:
         return
     selector, message, pool_bytes = parts
     fixtures = prepared_fixtures()
-    model, prepared = fixtures[(selector & 0x0F) % len(fixtures)]
+    chosen = Selection.of(selector, len(fixtures))
+    model, prepared = fixtures[chosen.fixture]
     if prepared is None:
         return
     try:
@@ -121,10 +142,9 @@ def test_one_input(data: bytes) -> None:
     except HalError as e:
         harness.rejected(e)
         valid = False
-    path = PATHS[(selector >> 4) & 3]
-    measure = (selector >> 6) & 1
-    deadline = time.monotonic_ns() - 1 if selector & 0x80 else None
-    result = execute(prepared, request, path, measure, deadline)
+    path = chosen.path
+    deadline = time.monotonic_ns() - 1 if chosen.past_deadline else None
+    result = execute(prepared, request, path, int(chosen.measure), deadline)
     if path == "fenced":  # no output shapes on this path; status and timing are checked
         status = result[0]
     else:

@@ -109,18 +109,13 @@ def run_test_model(device, test: TestModel, *, dynamic: bool = False) -> TestRes
     does not return in time is a failure ("hang"), and the session starts a fresh device
     for the next test."""
     start = time.perf_counter()
+    session = DriverSession.around(device)
     result = TestResult(test.name, FAIL, source=test.source, dynamic=dynamic)
     try:
-        if isinstance(device, DriverSession):
-            # An abandoned (hung) run must not write into the result reported.
-            own = TestResult(test.name, FAIL, source=test.source, dynamic=dynamic)
-            device.run(lambda call: _run(device.device, test, dynamic, own))
-            result = own
-        else:
-            _run(device, test, dynamic, result)
+        session.run(lambda call: _run(session.device, test, dynamic, result))
     except DriverHang as e:
-        result.outcome = FAIL
-        result.reason = f"hang: {e}"
+        # A fresh result: the abandoned run may still write into the other one.
+        result = TestResult(test.name, FAIL, f"hang: {e}", source=test.source, dynamic=dynamic)
     except Exception as e:  # a driver that raises is a driver bug: report, carry on
         result.outcome = FAIL
         result.reason = f"crash: {type(e).__name__}: {e}"
@@ -272,6 +267,7 @@ def run_specs(
     counts as one failed test named after the file. Results go to ``into`` (a new
     summary by default) as they come, so an interrupted run keeps what it finished."""
     summary = into if into is not None else RunSummary()
+    session = DriverSession.around(device)
 
     def record(r: TestResult) -> None:
         summary.results.append(r)
@@ -287,8 +283,7 @@ def run_specs(
         for test in loaded:
             if not matches(test.name, pattern):
                 continue
-            record(run_test_model(device, test))
-            driver = device.device if isinstance(device, DriverSession) else device
-            if dynamic and wants_dynamic_variant(test, driver):
-                record(run_test_model(device, test, dynamic=True))
+            record(run_test_model(session, test))
+            if dynamic and wants_dynamic_variant(test, session.device):
+                record(run_test_model(session, test, dynamic=True))
     return summary
