@@ -12,7 +12,6 @@ a short lock, so concurrent writers never crash or block forever.
 from __future__ import annotations
 
 import itertools
-import operator
 import threading
 import weakref
 from collections.abc import Sequence
@@ -31,7 +30,12 @@ from driver.hal.types import (
 )
 from driver.memory import pool_buffer
 from driver.operations.base import array_from_bytes, array_to_bytes
-from driver.validation import UINT32_MAX, combine_dimensions, validate_buffer_desc_and_roles
+from driver.validation import (
+    combine_dimensions,
+    uint32_dims,
+    validate_buffer_desc_and_roles,
+    validate_memory,
+)
 
 
 def _invalid(msg: str) -> HalError:
@@ -39,13 +43,10 @@ def _invalid(msg: str) -> HalError:
 
 
 def _uint32_dims(dimensions: Sequence[int]) -> tuple[int, ...]:
-    """``dimensions`` as HIDL's ``vec<uint32_t>`` (numpy integers welcome); anything else,
-    floats and strings included, is INVALID_ARGUMENT rather than a Python exception."""
-    try:
-        dims: tuple[int, ...] | None = tuple(operator.index(d) for d in dimensions)
-    except TypeError:
-        dims = None
-    if dims is None or not all(0 <= d <= UINT32_MAX for d in dims):
+    """``dimensions`` as HIDL's ``vec<uint32_t>``; anything else, floats and strings
+    included, is INVALID_ARGUMENT rather than a Python exception."""
+    dims = uint32_dims(dimensions)
+    if dims is None:
         raise _invalid(f"copy_from dimensions {dimensions!r} are not all uint32")
     return dims
 
@@ -101,13 +102,15 @@ class DriverBuffer:
                 data = self._data
             if data is None:
                 raise HalError(ErrorStatus.GENERAL_FAILURE, "copy_to from an uninitialized buffer")
-            if not isinstance(dst, Memory):
-                raise _invalid("copy_to destination is not a memory pool")
+            validate_memory(dst, "copy_to destination")
             if dst.size != len(data):
                 raise _invalid(
                     f"copy_to: buffer holds {len(data)} bytes, destination has {dst.size}"
                 )
-            pool_buffer(dst)[: len(data)] = data
+            mapped = pool_buffer(dst)
+            if mapped.readonly:
+                raise _invalid("copy_to destination is mapped read-only")
+            mapped[: len(data)] = data
         except HalError as e:
             return e.status
         return ErrorStatus.NONE
@@ -115,8 +118,7 @@ class DriverBuffer:
     def copy_from(self, src: Memory, dimensions: Sequence[int]) -> ErrorStatus:
         """``IBuffer::copyFrom``: sets dims, marks the buffer initialized."""
         try:
-            if not isinstance(src, Memory):
-                raise _invalid("copy_from source is not a memory pool")
+            validate_memory(src, "copy_from source")
             requested = _uint32_dims(dimensions)
             dims = combine_dimensions(self.dims, requested)
             if dims is None:

@@ -296,7 +296,7 @@ class _CachedPool(MemoryHandle):
     __slots__ = ("_view",)
 
     def __init__(self, view: memoryview):
-        self._view = view
+        self._view = view.toreadonly()
         self.fd = -1
 
     def buffer(self) -> memoryview:
@@ -356,6 +356,69 @@ def _decode_facts(r: _Reader, model: Model) -> dict[int | None, tuple[StepFacts,
     return facts
 
 
+class _OpenedModelCache:
+    """A model cache file whose header and checksum verified: what it says about the
+    compilation, and the data cache file it is bound to (checked by :meth:`entry`)."""
+
+    def __init__(self, model_file: bytes, *, token: bytes, identity: str, secret: bytes):
+        if not isinstance(token, (bytes, bytearray)) or len(token) != TOKEN_SIZE:
+            raise CacheError(f"the token must be {TOKEN_SIZE} bytes")
+        self.token = bytes(token)
+        self.identity = identity
+        self.key = cache_key(secret, identity, self.token)
+        body, self.data_tag, _ = _open(
+            model_file, self.key, ROLE_MODEL, self.token, identity, "model cache"
+        )
+        self.reader = r = _Reader(body)
+        self.preference, self.priority, reserved = r.unpack(struct.Struct("<BBH"))
+        if reserved:
+            raise CacheError("model cache: reserved field is not 0")
+        self.model_bytes = r.take(r.u32())
+        n_pools = r.u32()
+        if n_pools > (len(body) - r.pos) // 16:
+            raise CacheError(f"model cache: {n_pools} pools do not fit")
+        self.placements = [r.unpack(struct.Struct("<QQ")) for _ in range(n_pools)]
+
+    @property
+    def data_file_size(self) -> int:
+        """The size of the data cache file this model cache was written with (its header,
+        then the pools back to back): a larger file is refused unread."""
+        body = max((offset + size for offset, size in self.placements), default=0)
+        return _FIXED.size + len(self.identity.encode()) + body
+
+    def entry(self, data_file: bytes) -> CacheEntry:
+        """The entry, given the bound data cache file (:class:`CacheError` if not)."""
+        data_body, _, own_tag = _open(
+            data_file, self.key, ROLE_DATA, self.token, self.identity, "data cache"
+        )
+        if not hmac.compare_digest(self.data_tag, own_tag):
+            raise CacheError("data cache: belongs to another compilation than the model cache")
+        placements = self.placements
+        for offset, size in placements:
+            if offset + size > len(data_body):
+                raise CacheError("data cache: a pool lies beyond the end of the file")
+
+        def resolve(handle_index: int, name: str, size: int) -> Memory:
+            if handle_index >= len(placements):
+                raise wire.WireDecodeError(0, f"pool handle {handle_index} is not in the cache")
+            offset, length = placements[handle_index]
+            if length != size:
+                raise wire.WireDecodeError(
+                    0, f"pool {handle_index} holds {length} bytes, not {size}"
+                )
+            return Memory(name, size, _CachedPool(data_body[offset : offset + length]))
+
+        try:
+            model = wire.decode_model(bytes(self.model_bytes), resolve)
+        except wire.WireDecodeError as e:
+            raise CacheError(f"model cache: the model does not decode: {e}") from None
+        r = self.reader
+        facts = _decode_facts(r, model)
+        if r.pos != len(r.buf):
+            raise CacheError(f"model cache: {len(r.buf) - r.pos} bytes after the plan")
+        return CacheEntry(model, facts, self.preference, self.priority)
+
+
 def decode_cache(
     model_file: bytes,
     data_file: bytes,
@@ -365,43 +428,8 @@ def decode_cache(
     secret: bytes = DEFAULT_SECRET,
 ) -> CacheEntry:
     """The entry the two files hold, or :class:`CacheError` saying why not."""
-    if not isinstance(token, (bytes, bytearray)) or len(token) != TOKEN_SIZE:
-        raise CacheError(f"the token must be {TOKEN_SIZE} bytes")
-    token = bytes(token)
-    key = cache_key(secret, identity, token)
-    body, data_tag, _ = _open(model_file, key, ROLE_MODEL, token, identity, "model cache")
-    data_body, _, own_tag = _open(data_file, key, ROLE_DATA, token, identity, "data cache")
-    if not hmac.compare_digest(data_tag, own_tag):
-        raise CacheError("data cache: belongs to another compilation than the model cache")
-    r = _Reader(body)
-    preference, priority, reserved = r.unpack(struct.Struct("<BBH"))
-    if reserved:
-        raise CacheError("model cache: reserved field is not 0")
-    model_bytes = r.take(r.u32())
-    n_pools = r.u32()
-    if n_pools > (len(body) - r.pos) // 16:
-        raise CacheError(f"model cache: {n_pools} pools do not fit")
-    placements = [r.unpack(struct.Struct("<QQ")) for _ in range(n_pools)]
-    for offset, size in placements:
-        if offset + size > len(data_body):
-            raise CacheError("data cache: a pool lies beyond the end of the file")
-
-    def resolve(handle_index: int, name: str, size: int) -> Memory:
-        if handle_index >= len(placements):
-            raise wire.WireDecodeError(0, f"pool handle {handle_index} is not in the cache")
-        offset, length = placements[handle_index]
-        if length != size:
-            raise wire.WireDecodeError(0, f"pool {handle_index} holds {length} bytes, not {size}")
-        return Memory(name, size, _CachedPool(data_body[offset : offset + length]))
-
-    try:
-        model = wire.decode_model(bytes(model_bytes), resolve)
-    except wire.WireDecodeError as e:
-        raise CacheError(f"model cache: the model does not decode: {e}") from None
-    facts = _decode_facts(r, model)
-    if r.pos != len(body):
-        raise CacheError(f"model cache: {len(body) - r.pos} bytes after the plan")
-    return CacheEntry(model, facts, preference, priority)
+    opened = _OpenedModelCache(model_file, token=token, identity=identity, secret=secret)
+    return opened.entry(data_file)
 
 
 # ---------------------------------------------------------------------------------------
@@ -422,26 +450,28 @@ def write_file(fd: int, data: bytes) -> None:
         done += n
 
 
-def read_file(fd: int, limit: int) -> bytes:
-    """The whole contents of the open file ``fd``, refusing more than ``limit`` bytes
-    before reading them."""
+def read_file(fd: int, limit: int, what: str = "cache file") -> bytes | bytearray:
+    """The whole contents of the open file ``fd`` (``what``, for messages), refusing more
+    than ``limit`` bytes before reading them."""
     if isinstance(fd, bool) or not isinstance(fd, int):
         raise CacheError(f"cache file descriptor {fd!r} is not an int")
     try:
         size = os.fstat(fd).st_size
         if size > limit:
-            raise CacheError(f"cache file of {size} bytes exceeds the {limit}-byte limit")
-        parts = []
+            raise CacheError(f"{what}: file of {size} bytes exceeds the {limit}-byte limit")
+        data = bytearray(size)  # read in place: no second copy of a large file
+        view = memoryview(data)
         done = 0
         while done < size:
-            chunk = os.pread(fd, min(size - done, 1 << 24), done)
-            if not chunk:
+            n = os.preadv(fd, [view[done : done + (1 << 24)]], done)
+            if not n:
                 break  # the file shrank: the header checks will notice
-            parts.append(chunk)
-            done += len(chunk)
+            done += n
     except OSError as e:
-        raise CacheError(f"cannot read cache file descriptor {fd}: {e.strerror or e}") from None
-    return b"".join(parts)
+        raise CacheError(f"{what}: cannot read file descriptor {fd}: {e.strerror or e}") from None
+    view.release()
+    del data[done:]
+    return data
 
 
 def check_fds(model_cache: Sequence[int], data_cache: Sequence[int]) -> None:
@@ -481,9 +511,12 @@ def load(
 ) -> CacheEntry:
     """Read and verify the cache files; :class:`CacheError` says why they cannot be used."""
     check_fds(model_cache, data_cache)
-    model_file = read_file(model_cache[0], MAX_MODEL_CACHE_BYTES)
-    data_file = read_file(data_cache[0], MAX_DATA_CACHE_BYTES)
-    return decode_cache(model_file, data_file, token=token, identity=identity, secret=secret)
+    model_file = read_file(model_cache[0], MAX_MODEL_CACHE_BYTES, "model cache")
+    opened = _OpenedModelCache(model_file, token=token, identity=identity, secret=secret)
+    # The verified model cache says how large its data file is: a larger one (a forged
+    # or sparse file) is refused before a byte of it is read.
+    limit = min(opened.data_file_size, MAX_DATA_CACHE_BYTES)
+    return opened.entry(read_file(data_cache[0], limit, "data cache"))
 
 
 __all__ = [

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -67,6 +68,7 @@ from driver.hal.types import (
     Request,
     Timing,
 )
+from driver.launch import FencedCallback, check_fences, launch_async, launch_fenced
 from driver.log import VLOG, vlog
 from driver.memory import pool_buffer
 from driver.operations import declaration
@@ -75,10 +77,12 @@ from driver.scheduler import Budget, PriorityScheduler
 from driver.sync import SyncFence
 from driver.validation import (
     validate_deadline,
+    validate_duration,
     validate_execution_preference,
     validate_model,
     validate_priority,
     validate_request,
+    validate_timing_arguments,
 )
 
 SupportFilter = Callable[[Model, int], bool]
@@ -117,8 +121,6 @@ class ReferenceDevice:
     def __init__(self, config: DeviceConfig | None = None, **overrides):
         cfg = config or DeviceConfig()
         if overrides:
-            from dataclasses import replace
-
             cfg = replace(cfg, **overrides)
         self.config = cfg
         self.scheduler = PriorityScheduler(cfg.budget)
@@ -493,21 +495,10 @@ class ReferencePreparedModel:
         dev = self.device
         out_buffers: list[DriverBuffer] = []
         try:
-            if measure not in (MeasureTiming.NO, MeasureTiming.YES):
-                raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid MeasureTiming {measure}")
-            validate_request(self.model, request, dev.config.version)
-            if fenced:
-                for k, arg in enumerate(request.outputs):
-                    operand = self._output_operands[k]
-                    dims = tuple(arg.dimensions) or operand.dimensions
-                    if _is_tensor(operand.type) and (not dims or 0 in dims):
-                        raise HalError(
-                            ErrorStatus.INVALID_ARGUMENT,
-                            f"executeFenced needs fully specified output dims (output {k})",
-                        )
+            measure, deadline, loop_timeout = self._check(
+                request, measure, deadline, loop_timeout, fenced
+            )
             loop_ns = DEFAULT_LOOP_TIMEOUT_NS if loop_timeout is None else loop_timeout
-            if loop_ns < 0:
-                raise HalError(ErrorStatus.INVALID_ARGUMENT, f"negative loop timeout {loop_ns}")
             loop_ns = min(loop_ns, MAX_LOOP_TIMEOUT_NS)
             if deadline is not None and time.monotonic_ns() > deadline:
                 raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline already passed")
@@ -553,6 +544,22 @@ class ReferencePreparedModel:
             on_device = device_end - device_start
             timing = Timing(time_on_device=on_device, time_in_driver=max(end - start_us, on_device))
         return ErrorStatus.NONE, shapes, timing
+
+    def _check(
+        self,
+        request: Request,
+        measure: int,
+        deadline: int | None,
+        loop_timeout: int | None,
+        fenced: bool,
+    ) -> tuple[MeasureTiming, int | None, int | None]:
+        """Validates an execution's arguments (raises INVALID_ARGUMENT); ``executeFenced``
+        needs every output's dimensions."""
+        checked = validate_timing_arguments(measure, deadline, loop_timeout)
+        validate_request(
+            self.model, request, self.device.config.version, allow_unspecified_output=not fenced
+        )
+        return checked
 
     def _check_buffer_uses(self, request: Request) -> list[DriverBuffer]:
         """Memory-domain rules: a buffer may be read by several inputs, but not written
@@ -629,7 +636,13 @@ class ReferencePreparedModel:
                     w[0].write(w[1], w[2])
                 else:
                     pool, offset, data = w
-                    pool_buffer(pool)[offset : offset + len(data)] = data
+                    mapped = pool_buffer(pool)
+                    if mapped.readonly:
+                        raise HalError(
+                            ErrorStatus.INVALID_ARGUMENT,
+                            f"an output pool ({pool.name}, {pool.size} bytes) is read-only",
+                        )
+                    mapped[offset : offset + len(data)] = data
         return shapes
 
     # --- execution paths ------------------------------------------------------------
@@ -654,19 +667,17 @@ class ReferencePreparedModel:
         """``execute_1_3``: validates and launches; ``callback.notify`` reports completion."""
         start = _now_us()
         try:
-            validate_request(self.model, request, self.device.config.version)
+            self._check(request, measure, deadline, loop_timeout, False)
         except HalError as e:
             self.device._fail(e)
             callback.notify(e.status, [], NO_TIMING)
             return e.status
-
-        def work():
-            status, shapes, timing = self._run(
-                request, measure, deadline, loop_timeout, started_us=start
-            )
-            callback.notify(status, shapes, timing)
-
-        self.device._workers().submit(work)
+        launch_async(
+            self.device,
+            self.device._workers(),
+            lambda: self._run(request, measure, deadline, loop_timeout, started_us=start),
+            callback,
+        )
         return ErrorStatus.NONE
 
     def execute_fenced(
@@ -680,44 +691,23 @@ class ReferencePreparedModel:
     ) -> tuple[ErrorStatus, SyncFence | None, FencedCallback | None]:
         """``executeFenced``."""
         start = _now_us()
-        for k, f in enumerate(wait_for):
-            if not hasattr(f, "wait") or not hasattr(f, "fileno") or _bad_fd(f):
-                self.device.last_error = f"wait_for[{k}] is not a sync fence"
-                return ErrorStatus.INVALID_ARGUMENT, None, None
-        if timeout_after_fence is not None and timeout_after_fence < 0:
-            return ErrorStatus.INVALID_ARGUMENT, None, None
         try:
-            validate_request(self.model, request, self.device.config.version)
+            check_fences(wait_for)
+            validate_duration(timeout_after_fence, "timeout after the fences")
+            self._check(request, measure, deadline, loop_timeout, True)
         except HalError as e:
             return self.device._fail(e), None, None
-        done = SyncFence()
-        callback = FencedCallback()
-
-        def work():
-            for f in wait_for:
-                st = f.wait(None)
-                if st != ErrorStatus.NONE:
-                    callback.set(ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
-                    done.signal(error=True)
-                    return
-            fenced_at = _now_us()
-            dl = deadline
-            if timeout_after_fence is not None:
-                after = time.monotonic_ns() + timeout_after_fence
-                dl = after if dl is None else min(dl, after)
-            status, _, timing = self._run(
-                request, measure, dl, loop_timeout, fenced=True, started_us=start
-            )
-            end = _now_us()
-            if status == ErrorStatus.NONE and measure == MeasureTiming.YES:
-                launched = Timing(timing.time_on_device, max(end - start, timing.time_on_device))
-                fenced = Timing(timing.time_on_device, max(end - fenced_at, timing.time_on_device))
-            else:
-                launched = fenced = NO_TIMING
-            callback.set(status, launched, fenced)
-            done.signal(error=status != ErrorStatus.NONE)
-
-        self.device._workers().submit(work)
+        done, callback = launch_fenced(
+            self.device,
+            self.device._workers(),
+            wait_for,
+            measure,
+            deadline,
+            timeout_after_fence,
+            lambda limit: self._run(
+                request, measure, limit, loop_timeout, fenced=True, started_us=start
+            ),
+        )
         return ErrorStatus.NONE, done, callback
 
     def configure_execution_burst(self) -> tuple[ErrorStatus, ReferenceBurst]:
@@ -725,60 +715,46 @@ class ReferencePreparedModel:
         return ErrorStatus.NONE, ReferenceBurst(self)
 
 
-def _is_tensor(type_code: int) -> bool:
-    from driver.hal.types import is_tensor_type
-
-    return is_tensor_type(type_code)
-
-
-def _bad_fd(fence) -> bool:
-    import os
-
-    try:
-        os.fstat(fence.fileno())
-    except (OSError, TypeError, ValueError):
-        return True
-    return False
-
-
-class FencedCallback:
-    """``IFencedExecutionCallback``: status and timings, once the execution finished."""
-
-    def __init__(self):
-        self._done = threading.Event()
-        self._info = (ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
-
-    def set(self, status: ErrorStatus, launched: Timing, fenced: Timing) -> None:
-        self._info = (status, launched, fenced)
-        self._done.set()
-
-    def get_execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
-        """``getExecutionInfo``: waits for completion, then (status, timingLaunched,
-        timingFenced)."""
-        self._done.wait()
-        return self._info
-
-
 class ReferenceBurst:
     """``IBurstContext`` plus the client controller: pools are cached by slot, so a burst
-    of executions on the same memory does not re-map it."""
+    of executions on the same memory does not re-map it. As Android's burst controller
+    frees a slot when its memory object is destroyed, a slot lasts until ``free_memory``
+    or until the caller drops the pool (the cache holds it weakly: a long burst over
+    fresh pools must not keep every one of them mapped)."""
 
     def __init__(self, prepared: ReferencePreparedModel):
         self.prepared = prepared
         self._lock = threading.Lock()
-        self._slots: dict[int, Memory] = {}  # slot -> memory (the driver-side cache)
-        self._slot_of: dict[int, int] = {}  # id(memory) -> slot (the client-side cache)
+        self._slots: dict[int, weakref.ref[Memory]] = {}  # slot -> memory (driver side)
+        self._slot_of: dict[int, int] = {}  # id(memory) -> slot (client side)
 
-    def _slot_for(self, memory: Memory) -> int:
+    def _cached(self, memory: Memory) -> Memory:
+        """The memory in ``memory``'s slot, given a slot first if it has none."""
         with self._lock:
             slot = self._slot_of.get(id(memory))
-            if slot is None or self._slots.get(slot) is not memory:
+            if slot is None or self._slots[slot]() is not memory:  # new, or an id reused
                 slot = len(self._slots)
                 while slot in self._slots:
                     slot += 1
-                self._slots[slot] = memory
+                self._slots[slot] = weakref.ref(memory, self._dropped(slot, id(memory)))
                 self._slot_of[id(memory)] = slot
-            return slot
+            return memory
+
+    def _dropped(self, slot: int, key: int) -> Callable[[weakref.ref], None]:
+        """The weakref callback freeing ``slot`` when its memory is collected (holding
+        the burst weakly: a collected burst has nothing left to free)."""
+        burst = weakref.ref(self)
+
+        def free(ref: weakref.ref) -> None:
+            owner = burst()
+            if owner is not None:
+                with owner._lock:
+                    if owner._slots.get(slot) is ref:
+                        del owner._slots[slot]
+                        if owner._slot_of.get(key) == slot:
+                            del owner._slot_of[key]
+
+        return free
 
     @property
     def cached_slots(self) -> int:
@@ -792,17 +768,10 @@ class ReferenceBurst:
         loop_timeout: int | None = None,
     ) -> ExecutionResult:
         """One burst execution: pools go through the slot cache, then run."""
-        pools = []
-        for pool in request.pools:
-            if isinstance(pool, Memory):
-                pools.append(self._slots[self._slot_for(pool)])
-            else:
-                pools.append(pool)
-        from dataclasses import replace
-
-        return self.prepared._run(
-            replace(request, pools=tuple(pools)), measure, deadline, loop_timeout
-        )
+        if isinstance(request, Request):
+            pools = [self._cached(p) if isinstance(p, Memory) else p for p in request.pools]
+            request = replace(request, pools=tuple(pools))
+        return self.prepared._run(request, measure, deadline, loop_timeout)
 
     def free_memory(self, memory: Memory) -> None:
         """``freeMemory``: drop the slot caching ``memory``."""

@@ -30,8 +30,11 @@ class SharedMemory(MemoryHandle):
     __slots__ = ("_closed", "_lock", "_map", "fd", "size")
 
     def __init__(self, size: int, *, fd: int | None = None):
-        if size < 0 or size > MAX_POOL_SIZE:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"pool size {size} out of range")
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_POOL_SIZE:
+            raise HalError(
+                ErrorStatus.INVALID_ARGUMENT,
+                f"pool size {size!r} is not an int in [0, {MAX_POOL_SIZE}]",
+            )
         self.size = size
         self._lock = threading.Lock()
         self._closed = False

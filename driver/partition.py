@@ -89,6 +89,7 @@ from driver.hal.types import (
     operation_type_name,
     tensor_has_unspecified_dimensions,
 )
+from driver.launch import check_fences, launch_async, launch_fenced
 from driver.memory import allocate_shared_memory
 from driver.validation import (
     validate_deadline,
@@ -733,13 +734,17 @@ class PartitionedPreparedModel:
             self.full_fallbacks += 1
         return self._whole.execute_synchronously(request, measure, deadline, loop_timeout)
 
-    def _check(self, request: Request, measure: int, loop_timeout: int | None, fenced: bool):
-        from driver.validation import validate_request
+    def _check(
+        self,
+        request: Request,
+        measure: int,
+        deadline: int | None,
+        loop_timeout: int | None,
+        fenced: bool,
+    ) -> None:
+        from driver.validation import validate_request, validate_timing_arguments
 
-        if measure not in (MeasureTiming.NO, MeasureTiming.YES):
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid MeasureTiming {measure}")
-        if loop_timeout is not None and loop_timeout < 0:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"negative loop timeout {loop_timeout}")
+        validate_timing_arguments(measure, deadline, loop_timeout)
         validate_request(self.model, request, HalVersion.V1_3, allow_unspecified_output=not fenced)
         for k, pool in enumerate(request.pools):
             if isinstance(pool, BufferToken):
@@ -757,7 +762,7 @@ class PartitionedPreparedModel:
         fenced: bool,
     ) -> ExecutionResult:
         start = _now_us()
-        self._check(request, measure, loop_timeout, fenced)
+        self._check(request, measure, deadline, loop_timeout, fenced)
         if deadline is not None and time.monotonic_ns() > deadline:
             raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline already passed")
         main = self.model.main
@@ -958,16 +963,17 @@ class PartitionedPreparedModel:
     ) -> ErrorStatus:
         """``execute_1_3``: validates, then runs the steps on a worker thread."""
         try:
-            self._check(request, measure, loop_timeout, False)
+            self._check(request, measure, deadline, loop_timeout, False)
         except HalError as e:
             self.device.last_error = str(e)
             callback.notify(e.status, [], NO_TIMING)
             return e.status
-
-        def work() -> None:
-            callback.notify(*self._run(request, measure, deadline, loop_timeout))
-
-        self.device._workers().submit(work)
+        launch_async(
+            self.device,
+            self.device._workers(),
+            lambda: self._run(request, measure, deadline, loop_timeout),
+            callback,
+        )
         return ErrorStatus.NONE
 
     def execute_fenced(
@@ -980,47 +986,24 @@ class PartitionedPreparedModel:
         timeout_after_fence: int | None = None,
     ) -> tuple[ErrorStatus, Any, Any]:
         """``executeFenced``: waits for ``wait_for`` on a worker, then runs the steps."""
-        from driver.device import FencedCallback
-        from driver.sync import SyncFence
+        from driver.validation import validate_duration
 
-        start = _now_us()
-        for k, f in enumerate(wait_for):
-            if not callable(getattr(f, "wait", None)) or not callable(getattr(f, "fileno", None)):
-                self.device.last_error = f"wait_for[{k}] is not a sync fence"
-                return ErrorStatus.INVALID_ARGUMENT, None, None
-        if timeout_after_fence is not None and timeout_after_fence < 0:
-            return ErrorStatus.INVALID_ARGUMENT, None, None
         try:
-            self._check(request, measure, loop_timeout, True)
+            check_fences(wait_for)
+            validate_duration(timeout_after_fence, "timeout after the fences")
+            self._check(request, measure, deadline, loop_timeout, True)
         except HalError as e:
             self.device.last_error = str(e)
             return e.status, None, None
-        done = SyncFence()
-        callback = FencedCallback()
-
-        def work() -> None:
-            for f in wait_for:
-                if f.wait(None) != ErrorStatus.NONE:
-                    callback.set(ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
-                    done.signal(error=True)
-                    return
-            fenced_at = _now_us()
-            dl = deadline
-            if timeout_after_fence is not None:
-                after = time.monotonic_ns() + timeout_after_fence
-                dl = after if dl is None else min(dl, after)
-            status, _, timing = self._run(request, measure, dl, loop_timeout, fenced=True)
-            end = _now_us()
-            if status == ErrorStatus.NONE and timing.time_on_device != UINT64_MAX:
-                on = timing.time_on_device
-                launched = Timing(on, max(end - start, on))
-                after_fence = Timing(on, max(end - fenced_at, on))
-            else:
-                launched = after_fence = NO_TIMING
-            callback.set(status, launched, after_fence)
-            done.signal(error=status != ErrorStatus.NONE)
-
-        self.device._workers().submit(work)
+        done, callback = launch_fenced(
+            self.device,
+            self.device._workers(),
+            wait_for,
+            measure,
+            deadline,
+            timeout_after_fence,
+            lambda limit: self._run(request, measure, limit, loop_timeout, fenced=True),
+        )
         return ErrorStatus.NONE, done, callback
 
     def configure_execution_burst(self) -> tuple[ErrorStatus, PartitionedBurst]:

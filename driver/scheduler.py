@@ -32,6 +32,9 @@ class Budget:
     memory_bytes: int = 1 << 30  # request + output bytes in flight at once
 
 
+_MAX_WAIT = threading.TIMEOUT_MAX
+
+
 class PriorityScheduler:
     def __init__(self, budget: Budget | None = None):
         self.budget = budget or Budget()
@@ -85,7 +88,8 @@ class PriorityScheduler:
                                 ErrorStatus.MISSED_DEADLINE_TRANSIENT,
                                 "deadline passed while waiting for the device",
                             )
-                    self._cond.wait(timeout)
+                    # (A far deadline, up to 2^64 ns, exceeds what a wait can take.)
+                    self._cond.wait(None if timeout is None else min(timeout, _MAX_WAIT))
             except BaseException:
                 self._waiters.remove(ticket)
                 heapq.heapify(self._waiters)

@@ -8,12 +8,30 @@ polls readable once signalled, so it works with ``select``/``poll`` and across p
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import select
 import threading
 import time
 
 from driver.hal.types import ErrorStatus
+
+_MAX_POLL_MS = 2**31 - 1
+_MAX_WAIT_SECONDS = threading.TIMEOUT_MAX
+
+
+def _seconds(timeout: float | None) -> float | None:
+    """A fence timeout in seconds as ``Event.wait`` takes it: None (or infinity, or more
+    than the platform can wait) waits without limit, a negative one is 0; NaN and
+    non-numbers are refused with a clear error (``Event.wait`` and ``poll`` would raise
+    obscure ones, or wait forever on a negative poll timeout)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+        raise ValueError(f"fence timeout must be None or seconds, got {timeout!r}")
+    if timeout >= _MAX_WAIT_SECONDS:
+        return None
+    return max(float(timeout), 0.0)
 
 
 class SyncFence:
@@ -51,16 +69,22 @@ class SyncFence:
 
     def wait(self, timeout: float | None = None) -> ErrorStatus:
         """NONE when signalled successfully; GENERAL_FAILURE when signalled with an error;
-        MISSED_DEADLINE_TRANSIENT when ``timeout`` seconds pass first."""
-        if not self._event.wait(timeout):
+        MISSED_DEADLINE_TRANSIENT when ``timeout`` seconds pass first (None or infinity:
+        no limit; 0 or less: just look)."""
+        if not self._event.wait(_seconds(timeout)):
             return ErrorStatus.MISSED_DEADLINE_TRANSIENT
         return ErrorStatus.GENERAL_FAILURE if self._error else ErrorStatus.NONE
 
     def poll_fd(self, timeout: float | None = None) -> bool:
-        """Wait on the file descriptor itself (what another process would do)."""
+        """Wait on the file descriptor itself (what another process would do); the
+        timeout is read as :meth:`wait` reads it."""
+        seconds = _seconds(timeout)
         poller = select.poll()
         poller.register(self._fd, select.POLLIN)
-        return bool(poller.poll(None if timeout is None else int(timeout * 1000)))
+        # poll() takes int milliseconds, negative meaning forever.
+        return bool(
+            poller.poll(None if seconds is None else min(math.ceil(seconds * 1000), _MAX_POLL_MS))
+        )
 
     def close(self) -> None:
         if not self._closed:

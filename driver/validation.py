@@ -56,6 +56,7 @@ nanoseconds, HAL ``OptionalTimePoint`` on the steady clock) or ``None`` for none
 from __future__ import annotations
 
 import math
+import operator
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -69,19 +70,24 @@ from driver.hal.types import (
     BufferDesc,
     BufferRole,
     BufferToken,
+    DataLocation,
     ErrorStatus,
     ExecutionPreference,
+    ExtensionNameAndPrefix,
     HalError,
     HalVersion,
+    MeasureTiming,
     Memory,
     MemoryHandle,
     Model,
     Operand,
     OperandLifeTime,
     OperandType,
+    Operation,
     OperationType,
     Priority,
     Request,
+    RequestArgument,
     Subgraph,
     SymmPerChannelQuantParams,
     is_extension_type,
@@ -205,6 +211,21 @@ def _is_u32(x: int) -> bool:  # uint32 fields (not used in the operand loop: cal
     return 0 <= x <= UINT32_MAX
 
 
+def uint32_dims(dimensions: Any) -> tuple[int, ...] | None:
+    """``dimensions`` as HIDL's ``vec<uint32_t>``: a sequence of integers (numpy integers
+    welcome) each in [0, 2^32), as a tuple of ints; None for anything else (None, floats,
+    strings, out-of-range values)."""
+    if isinstance(dimensions, (str, bytes)) or not isinstance(dimensions, (Sequence, np.ndarray)):
+        return None
+    try:
+        dims = tuple(map(operator.index, dimensions))
+    except TypeError:
+        return None
+    if not all(0 <= d <= UINT32_MAX for d in dims):
+        return None
+    return dims
+
+
 def _known_size(element_size: int, dims: tuple[int, ...]) -> int:
     """Bytes over the known (non-zero) dims, capped just above :data:`MAX_OPERAND_BYTES`
     so that nonsense dims never build a huge integer."""
@@ -235,11 +256,97 @@ class _Limits:
 # ---------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------
+# Field types
+#
+# The checks below read fields as their declared types (a tuple of ints, a DataLocation),
+# which is all HIDL or the wire format can carry. A Python caller can put anything in a
+# field; rather than pay for a type check of every field on every call, a TypeError or
+# AttributeError raised by validation is explained after the fact by :func:`_malformed`:
+# INVALID_ARGUMENT naming the field when the object is malformed, and the error itself
+# (a bug of the validation) when it is not.
+# ---------------------------------------------------------------------------------------
+
+_INT = "int"
+_NUMBER = "number"
+_BYTES = "bytes"
+_ANY = "any"
+
+_FIELD_TYPES: dict[type, dict[str, Any]] = {
+    Model: {
+        "main": Subgraph,
+        "referenced": (Subgraph,),
+        "operand_values": _BYTES,
+        "pools": (_ANY,),
+        "extension_name_to_prefix": (ExtensionNameAndPrefix,),
+    },
+    Subgraph: {
+        "operands": (Operand,),
+        "operations": (Operation,),
+        "input_indexes": (_INT,),
+        "output_indexes": (_INT,),
+    },
+    Operand: {
+        "type": _INT,
+        "dimensions": (_INT,),
+        "scale": _NUMBER,
+        "zero_point": _INT,
+        "lifetime": _INT,
+        "location": DataLocation,
+    },
+    Operation: {"type": _INT, "inputs": (_INT,), "outputs": (_INT,)},
+    DataLocation: {"pool_index": _INT, "offset": _INT, "length": _INT},
+    ExtensionNameAndPrefix: {"name": str, "prefix": _INT},
+    Request: {"inputs": (RequestArgument,), "outputs": (RequestArgument,), "pools": (_ANY,)},
+    RequestArgument: {"location": DataLocation, "dimensions": (_INT,)},
+}
+
+
+def _malformed(value: Any, kind: Any, where: str) -> str | None:
+    """The first place in ``value`` that is not of ``kind`` (a type, a field-type name, or
+    a one-element tuple: a sequence of that kind), described; None if none is."""
+    if isinstance(kind, tuple):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+            return f"{where} is {type(value).__name__}, not a sequence"
+        for k, item in enumerate(value):
+            if (problem := _malformed(item, kind[0], f"{where}[{k}]")) is not None:
+                return problem
+        return None
+    if kind == _ANY:
+        return None
+    ok = (
+        isinstance(value, (int, np.integer))
+        if kind == _INT
+        else isinstance(value, (int, float, np.number))
+        if kind == _NUMBER
+        else isinstance(value, (bytes, bytearray, memoryview))
+        if kind == _BYTES
+        else isinstance(value, kind)
+    )
+    if not ok:
+        return f"{where} is {type(value).__name__} {value!r:.60}"
+    for name, field_kind in _FIELD_TYPES.get(type(value), {}).items():
+        if (problem := _malformed(getattr(value, name), field_kind, f"{where}.{name}")) is not None:
+            return problem
+    return None
+
+
+def _explained(error: Exception, value: Any, kind: type, what: str) -> Exception:
+    """What a TypeError/AttributeError raised while validating ``value`` means."""
+    problem = _malformed(value, kind, what)
+    if problem is None:
+        return error  # well-formed: a bug here, not the caller's
+    return _invalid(f"malformed {what}: {problem}")
+
+
 def validate_model(model: Model, version: HalVersion = HalVersion.V1_3) -> HalVersion:
     """Raise INVALID_ARGUMENT (naming subgraph, index and rule) unless ``model`` is a
     valid model of HAL ``version``. Returns the lowest HAL version that can express the
     model (every feature it uses exists there), which is at most ``version``."""
-    return _validate_model(model, version, None)
+    try:
+        return _validate_model(model, version, None)
+    except (TypeError, AttributeError) as e:
+        raise _explained(e, model, Model, "model") from None
 
 
 def operation_versions(model: Model) -> list[HalVersion]:
@@ -366,6 +473,12 @@ def _check_pools(
     return sizes, versions
 
 
+def validate_memory(pool: Any, what: str) -> int:
+    """``pool`` is a memory the driver can map (INVALID_ARGUMENT naming ``what``
+    otherwise, e.g. a pool already freed); returns its size."""
+    return _check_pools([pool], V.V1_3, what, False)[0][0]
+
+
 # dims tuple -> product of its non-zero dims (capped just above MAX_OPERAND_BYTES), or
 # -1 when a dim is not a uint32. Shapes repeat within and across models, and this is
 # several times cheaper than recomputing; bounded, since fuzzing makes endless shapes.
@@ -374,14 +487,13 @@ _DIMS_INFO_LIMIT = 1 << 13
 
 
 def _dims_info(dims: tuple[int, ...]) -> int:
-    if min(dims) < 0 or max(dims) > UINT32_MAX:
-        info = -1
-    else:
-        info = _known_size(1, dims)
+    checked = uint32_dims(dims)
+    if checked is None:
+        return -1  # (not cached: (2.0, 2.0) would then answer for (2, 2), which equals it)
+    info = _known_size(1, checked)
     if len(_DIMS_INFO) >= _DIMS_INFO_LIMIT:
         _DIMS_INFO.clear()
-    if isinstance(dims, tuple):  # a list (not the declared type, but tolerated) is not hashable
-        _DIMS_INFO[dims] = info
+    _DIMS_INFO[checked] = info
     return info
 
 
@@ -426,8 +538,16 @@ def _check_subgraph(
             )
         dims = o.dimensions
         size = esize
+        if dims.__class__ is not tuple and uint32_dims(dims) is None:
+            raise _invalid(f"{name}, operand {idx}: dimensions {dims!r} are not a uint32 list")
         if dims:
-            known_elements = dims_get(dims) if isinstance(dims, tuple) else None
+            # The cache holds int tuples only; a tuple of floats equals and hashes like
+            # one, so only one whose sum is an int may use it (sum is cheap, and raises
+            # for what is not numbers).
+            try:
+                known_elements = dims_get(dims) if type(sum(dims)) is int else None
+            except TypeError:
+                known_elements = None
             if known_elements is None:
                 known_elements = _dims_info(dims)
             if known_elements < 0:
@@ -1119,13 +1239,16 @@ def validate_request(
     specified (``executeFenced``). Inputs must always be fully specified."""
     if not isinstance(request, Request):
         raise _invalid("not a Request")
-    sizes, pool_versions = _check_pools(request.pools, version, "request pool", True)
-    need = max(pool_versions, default=V.V1_0)
-    main = model.main
-    _check_arguments(request.inputs, main, main.input_indexes, sizes, False, "input")
-    allow = allow_unspecified_output and version >= V.V1_2
-    if _check_arguments(request.outputs, main, main.output_indexes, sizes, allow, "output"):
-        need = max(need, V.V1_2)
+    try:
+        sizes, pool_versions = _check_pools(request.pools, version, "request pool", True)
+        need = max(pool_versions, default=V.V1_0)
+        main = model.main
+        _check_arguments(request.inputs, main, main.input_indexes, sizes, False, "input")
+        allow = allow_unspecified_output and version >= V.V1_2
+        if _check_arguments(request.outputs, main, main.output_indexes, sizes, allow, "output"):
+            need = max(need, V.V1_2)
+    except (TypeError, AttributeError) as e:
+        raise _explained(e, request, Request, "request") from None
     return need
 
 
@@ -1167,12 +1290,12 @@ def _check_arguments(
             raise _invalid(
                 f"{where}: offset {off} + length {ln} is beyond pool {pi} ({pool_sizes[pi]} bytes)"
             )
+        if uint32_dims(dims) is None:
+            raise _invalid(f"{where}: dimensions {dims!r} are not all uint32")
         t = operand.type
         model_dims = operand.dimensions
         model_rank = len(model_dims)
         rank = len(dims)
-        if rank and (min(dims) < 0 or max(dims) > UINT32_MAX):
-            raise _invalid(f"{where}: dimensions {list(dims)} are not all uint32")
         if is_scalar_type(t):
             if rank:
                 raise _invalid(
@@ -1263,6 +1386,37 @@ def validate_deadline(deadline: Any) -> int | None:
     return deadline
 
 
+def validate_duration(duration: Any, what: str) -> int | None:
+    """A duration (``what``: the loop timeout, the timeout after the fences) is ``None``
+    (the default) or int nanoseconds in ``[0, 2**64)``, like HAL 1.3's
+    ``OptionalTimeoutDuration``."""
+    if duration is None:
+        return None
+    if isinstance(duration, bool) or not isinstance(duration, int):
+        raise _invalid(f"{what} must be None or int nanoseconds, got {duration!r}")
+    if not 0 <= duration <= UINT64_MAX:
+        raise _invalid(f"{what} {duration} is not in [0, 2^64) nanoseconds")
+    return duration
+
+
+def validate_measure(measure: Any) -> MeasureTiming:
+    """``MeasureTiming``: NO (0) or YES (1)."""
+    if isinstance(measure, bool) or measure not in (MeasureTiming.NO, MeasureTiming.YES):
+        raise _invalid(f"invalid MeasureTiming {measure!r}: NO (0) or YES (1)")
+    return MeasureTiming(measure)
+
+
+def validate_timing_arguments(
+    measure: Any, deadline: Any, loop_timeout: Any
+) -> tuple[MeasureTiming, int | None, int | None]:
+    """The timing arguments every execution takes: (measure, deadline, loop timeout)."""
+    return (
+        validate_measure(measure),
+        validate_deadline(deadline),
+        validate_duration(loop_timeout, "loop timeout"),
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # Memory domains
 # ---------------------------------------------------------------------------------------
@@ -1311,11 +1465,9 @@ def validate_buffer_desc_and_roles(
     if not input_roles and not output_roles:
         raise _invalid("allocate: at least one input or output role is needed")
     dims_in = getattr(desc, "dimensions", None)
-    if not isinstance(dims_in, tuple) or any(
-        not isinstance(d, int) or not _is_u32(d) for d in dims_in
-    ):
+    dims = uint32_dims(dims_in)
+    if dims is None:
         raise _invalid(f"allocate: BufferDesc dimensions {dims_in!r} are not all uint32")
-    dims: tuple[int, ...] = dims_in
     seen: set[tuple[int, str, int]] = set()
     roles: set[tuple[int, str, int]] = set()
     first: Operand | None = None
@@ -1378,12 +1530,17 @@ __all__ = [
     "operation_versions",
     "read_constant",
     "subgraph_name",
+    "uint32_dims",
     "validate_buffer_desc_and_roles",
     "validate_deadline",
+    "validate_duration",
     "validate_execution_inputs",
     "validate_execution_preference",
+    "validate_measure",
+    "validate_memory",
     "validate_model",
     "validate_operations",
     "validate_priority",
     "validate_request",
+    "validate_timing_arguments",
 ]

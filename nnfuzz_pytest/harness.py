@@ -35,6 +35,7 @@ from driver.hal.types import (
     ErrorStatus,
     HalVersion,
     MeasureTiming,
+    Memory,
     Model,
     OutputShape,
     Request,
@@ -301,7 +302,16 @@ class DriverUnderTest:
                     if st != ErrorStatus.NONE or burst is None:
                         return ("configure", st)
                     prepared.bursts.append(burst)
-                return prepared.bursts[0].execute(request, measure, deadline, None)
+                burst = prepared.bursts[0]
+                try:
+                    return burst.execute(request, measure, deadline, None)
+                finally:
+                    # The pools are this execution's own: free their slots, as Android's
+                    # burst controller does when a memory is destroyed (a burst reused
+                    # by every test would otherwise keep them all mapped).
+                    for pool in request.pools:
+                        if isinstance(pool, Memory):
+                            burst.free_memory(pool)
 
             result = self.call("burst execute", burst_run)
             if result[0] == "configure":

@@ -290,6 +290,24 @@ def test_appended_bytes_are_refused(small_files, fds):
     assert_refused(device, fds(model_bytes), fds(data_bytes + b"x"))
 
 
+@pytest.mark.parametrize("extra", [1, 1 << 20, (1 << 32) - 1])
+def test_a_data_file_larger_than_the_model_cache_says_is_refused_unread(
+    small_files, fds, monkeypatch, extra
+):
+    # A sparse file costs nothing to make; reading it whole before any check cost up to
+    # 4 GiB (twice over). The verified model cache says how large its data file is.
+    model_bytes, data_bytes = small_files
+    dc = fds(data_bytes)
+    os.ftruncate(dc, len(data_bytes) + extra)
+    reads = []
+    real_preadv = os.preadv
+    monkeypatch.setattr(os, "preadv", lambda fd, *a: reads.append(fd) or real_preadv(fd, *a))
+    device = ReferenceDevice()
+    assert_refused(device, fds(model_bytes), dc)
+    assert f"data cache: file of {len(data_bytes) + extra} bytes exceeds" in device.last_error
+    assert dc not in reads
+
+
 def test_another_token_is_refused(fds):
     device = ReferenceDevice()
     _, mc, dc = save(device, conv_model(), fds)

@@ -22,8 +22,11 @@ from driver.hal.types import (
     BufferToken,
     DataLocation,
     ErrorStatus,
+    HalError,
     HalVersion,
     MeasureTiming,
+    Memory,
+    MemoryHandle,
     OperandType,
     OperationType,
     Priority,
@@ -237,14 +240,136 @@ def test_fenced_rejects_a_non_fence_and_unknown_output_dims(device):
     closed = SyncFence()
     closed.close()
     assert pm.execute_fenced(rb.request, [closed])[0] == ErrorStatus.INVALID_ARGUMENT
+    assert pm.execute_fenced(rb.request, None)[0] == ErrorStatus.INVALID_ARGUMENT
+    # Unknown output dims are refused at launch (no fence), not reported after it.
     dyn = add_model(out_dims=(0, 3))
     pm2 = prepare(device, dyn)
     rb2 = build_request(dyn, feeds())
-    status, done, cb = pm2.execute_fenced(rb2.request, [])
-    assert (
-        status == ErrorStatus.INVALID_ARGUMENT
-        or cb.get_execution_info()[0] == ErrorStatus.INVALID_ARGUMENT
+    assert pm2.execute_fenced(rb2.request, []) == (ErrorStatus.INVALID_ARGUMENT, None, None)
+    assert "unspecified" in device.last_error or "does not specify" in device.last_error
+
+
+def test_fence_timeouts_never_wait_forever_unless_asked():
+    fence = SyncFence()
+    # A negative timeout just looks (poll() would take a negative one as "forever").
+    assert fence.wait(-1) == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+    looked = []
+    waiter = threading.Thread(target=lambda: looked.append(fence.poll_fd(-1)), daemon=True)
+    waiter.start()
+    waiter.join(5)
+    assert looked == [False]
+    for bad in (float("nan"), "1", None.__class__):
+        with pytest.raises(ValueError, match="fence timeout"):
+            fence.wait(bad)
+        with pytest.raises(ValueError, match="fence timeout"):
+            fence.poll_fd(bad)
+    fence.signal()
+    # Beyond what the platform can wait: no limit (the fence is signalled, so at once).
+    assert fence.wait(float("inf")) == ErrorStatus.NONE and fence.poll_fd(1e30)
+
+
+def execute_on(pm, request, path, measure=MeasureTiming.NO, deadline=None, loop_timeout=None):
+    """(status, output shapes) of one execution on ``path``; asynchronous paths are waited
+    for (bounded: a launched execution that never reports fails the test)."""
+    if path == "sync":
+        return pm.execute_synchronously(request, measure, deadline, loop_timeout)[:2]
+    if path == "async":
+        cb = CollectingCallback()
+        launch = pm.execute(request, measure, deadline, loop_timeout, cb)
+        status, shapes, _ = cb.wait(10)
+        assert launch in (ErrorStatus.NONE, status)
+        return status, shapes
+    if path == "fenced":
+        status, done, fcb = pm.execute_fenced(request, [], measure, deadline, loop_timeout)
+        if status != ErrorStatus.NONE:
+            assert done is None and fcb is None
+            return status, []
+        assert done.wait(10) != ErrorStatus.MISSED_DEADLINE_TRANSIENT, "never signalled"
+        return fcb.get_execution_info()[0], []
+    _, burst = pm.configure_execution_burst()
+    return burst.execute(request, measure, deadline, loop_timeout)[:2]
+
+
+PATHS = ["sync", "async", "fenced", "burst"]
+
+# Execution arguments beside the request: (what, measure, deadline, loop timeout, status).
+# HAL 1.3 carries them as MeasureTiming, OptionalTimePoint and OptionalTimeoutDuration
+# (uint64 nanoseconds); anything a HIDL caller could not send is INVALID_ARGUMENT.
+EXECUTION_ARGUMENTS = [
+    ("measure None", None, None, None, ErrorStatus.INVALID_ARGUMENT),
+    ("measure 2", 2, None, None, ErrorStatus.INVALID_ARGUMENT),
+    ("measure True", True, None, None, ErrorStatus.INVALID_ARGUMENT),
+    ("measure '1'", "1", None, None, ErrorStatus.INVALID_ARGUMENT),
+    ("deadline nan", 0, float("nan"), None, ErrorStatus.INVALID_ARGUMENT),
+    ("deadline inf", 0, float("inf"), None, ErrorStatus.INVALID_ARGUMENT),
+    ("deadline -1", 0, -1, None, ErrorStatus.INVALID_ARGUMENT),
+    ("deadline 1.5", 0, 1.5, None, ErrorStatus.INVALID_ARGUMENT),
+    ("deadline 'soon'", 0, "soon", None, ErrorStatus.INVALID_ARGUMENT),
+    ("deadline 2^64", 0, 2**64, None, ErrorStatus.INVALID_ARGUMENT),
+    ("deadline 10^400", 0, 10**400, None, ErrorStatus.INVALID_ARGUMENT),
+    ("deadline 2^64-1", 0, 2**64 - 1, None, ErrorStatus.NONE),
+    ("deadline 0 (passed)", 0, 0, None, ErrorStatus.MISSED_DEADLINE_PERSISTENT),
+    ("loop timeout -1", 0, None, -1, ErrorStatus.INVALID_ARGUMENT),
+    ("loop timeout 1.5", 0, None, 1.5, ErrorStatus.INVALID_ARGUMENT),
+    ("loop timeout '2s'", 0, None, "2s", ErrorStatus.INVALID_ARGUMENT),
+    ("loop timeout 2^64", 0, None, 2**64, ErrorStatus.INVALID_ARGUMENT),
+    ("loop timeout 2^64-1 (clamped)", 0, None, 2**64 - 1, ErrorStatus.NONE),
+    ("measure YES", 1, None, 0, ErrorStatus.NONE),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    "measure, deadline, loop_timeout, expected",
+    [case[1:] for case in EXECUTION_ARGUMENTS],
+    ids=[case[0] for case in EXECUTION_ARGUMENTS],
+)
+def test_execution_arguments_get_the_same_status_on_every_path(
+    device, path, measure, deadline, loop_timeout, expected
+):
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    status, _ = execute_on(pm, rb.request, path, measure, deadline, loop_timeout)
+    assert status == expected, device.last_error
+    if expected == ErrorStatus.NONE:
+        assert rb.output_bytes(0) == (feeds()[0] + 0.5).tobytes()
+
+
+@pytest.mark.parametrize("timeout", [-1, 1.5, "1s", 2**64], ids=repr)
+def test_fenced_timeout_after_the_fences_must_be_uint64_nanoseconds(device, timeout):
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    launch = pm.execute_fenced(rb.request, [], MeasureTiming.NO, None, None, timeout)
+    assert launch == (ErrorStatus.INVALID_ARGUMENT, None, None)
+
+
+@pytest.fixture
+def broken_add(monkeypatch):
+    """Make ADD's kernel raise, as a driver bug would (validation has passed by then)."""
+    decl = operations.REGISTRY[OperationType.ADD]
+
+    def broken(ctx):
+        raise RuntimeError("kernel bug")
+
+    monkeypatch.setitem(
+        operations.REGISTRY, OperationType.ADD, dataclasses.replace(decl, execute=broken)
     )
+
+
+@pytest.mark.parametrize("path", ["async", "fenced"])
+def test_an_internal_error_after_the_launch_is_reported_not_lost(device, broken_add, path):
+    # The launch has already returned NONE: the callback and the fence are the only way
+    # the caller learns the outcome, so an exception in the worker must reach them.
+    m = add_model()
+    pm = prepare(device, m)
+    status, _ = execute_on(pm, build_request(m, feeds()).request, path)
+    assert status == ErrorStatus.GENERAL_FAILURE
+    assert "internal error" in device.last_error and "RuntimeError: kernel bug" in device.last_error
+    # The synchronous path lets the bug surface to its caller (a harness reports a crash).
+    with pytest.raises(RuntimeError, match="kernel bug"):
+        pm.execute_synchronously(build_request(m, feeds()).request)
 
 
 def test_dynamic_output_shape_reported(device):
@@ -276,6 +401,49 @@ def test_burst_caches_pools_in_slots_and_frees_them(device):
     assert burst.cached_slots == 2
     burst.free_memory(rb.input_pool)
     assert burst.cached_slots == 1
+
+
+def test_a_burst_lets_go_of_pools_its_caller_dropped(device):
+    # A burst that kept every pool it had seen mapped ran out of file descriptors after
+    # ~250 executions on fresh pools; a dropped pool frees its slot, as in Android.
+    m = add_model()
+    pm = prepare(device, m)
+    _, burst = pm.configure_execution_burst()
+    kept = build_request(m, feeds())
+    assert burst.execute(kept.request)[0] == ErrorStatus.NONE
+    for _ in range(20):
+        rb = build_request(m, feeds())
+        assert burst.execute(rb.request)[0] == ErrorStatus.NONE
+        assert rb.output_bytes(0) == (feeds()[0] + 0.5).tobytes()
+        del rb
+    assert burst.cached_slots == 2  # the kept request's pools
+    del kept
+    assert burst.cached_slots == 0
+    rb = build_request(m, feeds())
+    assert burst.execute(rb.request)[0] == ErrorStatus.NONE
+    assert burst.cached_slots == 2
+
+
+def test_a_burst_executes_while_another_thread_frees_its_pools(device):
+    m = add_model()
+    pm = prepare(device, m)
+    _, burst = pm.configure_execution_burst()
+    rb = build_request(m, feeds())
+    stop = threading.Event()
+
+    def free_again_and_again():
+        while not stop.is_set():
+            for pool in rb.request.pools:
+                burst.free_memory(pool)
+
+    freer = threading.Thread(target=free_again_and_again)
+    freer.start()
+    try:
+        statuses = {burst.execute(rb.request)[0] for _ in range(2000)}
+    finally:
+        stop.set()
+        freer.join()
+    assert statuses == {ErrorStatus.NONE}
 
 
 def test_many_threads_on_one_prepared_model_match_one_thread():
@@ -499,6 +667,51 @@ def test_copy_from_rejects_malformed_dimensions(device, dims):
     src = memory_from_bytes(b"\0" * 24)
     assert buf.copy_from(src, dims) == ErrorStatus.INVALID_ARGUMENT
     assert buf.copy_from(src, (np.int64(2), 3)) == ErrorStatus.NONE
+
+
+def test_copies_to_or_from_a_pool_that_cannot_be_used_are_invalid_argument(device):
+    pm = prepare(device, add_model())
+    _, buf, _ = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+    assert buf.copy_from(memory_from_bytes(b"\0" * 24), (2, 3)) == ErrorStatus.NONE
+    freed = allocate_shared_memory(24)
+    freed.handle.close()
+    read_only = Memory("ashmem", 24, ReadOnlyHandle(24))
+    assert buf.copy_to(freed) == ErrorStatus.INVALID_ARGUMENT
+    assert buf.copy_from(freed, (2, 3)) == ErrorStatus.INVALID_ARGUMENT
+    assert buf.copy_to(read_only) == ErrorStatus.INVALID_ARGUMENT
+    assert buf.copy_to(None) == ErrorStatus.INVALID_ARGUMENT
+
+
+class ReadOnlyHandle(MemoryHandle):
+    """A pool the driver can map but not write (only a Python caller can make one)."""
+
+    def __init__(self, size: int):
+        self._data = bytes(size)
+
+    def buffer(self) -> memoryview:
+        return memoryview(self._data)
+
+
+def test_a_read_only_output_pool_is_invalid_argument(device):
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    out = rb.request.pools[-1]
+    pools = (*rb.request.pools[:-1], Memory(out.name, out.size, ReadOnlyHandle(out.size)))
+    request = dataclasses.replace(rb.request, pools=pools)
+    assert pm.execute_synchronously(request)[0] == ErrorStatus.INVALID_ARGUMENT
+    assert "read-only" in device.last_error
+
+
+@pytest.mark.parametrize("size", [24.0, float("nan"), True, -1, "24"], ids=repr)
+def test_a_pool_size_that_is_not_an_int_is_refused_without_leaking(size):
+    import os
+
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        with pytest.raises(HalError, match="pool size"):
+            allocate_shared_memory(size)
+    assert len(os.listdir("/proc/self/fd")) == before
 
 
 def test_concurrent_buffer_writers_never_crash_or_block(device):

@@ -540,6 +540,27 @@ def test_a_failing_step_fails_the_execution_and_names_it():
     assert "step 2 on broken-quant" in device.last_error
 
 
+def test_a_member_that_raises_fails_a_launched_execution_instead_of_losing_it():
+    # The launch returned NONE before the step ran: its callback and fence must still
+    # report (GENERAL_FAILURE), or the caller waits forever.
+    from tests.drivers import TRIGGER, raising
+
+    model = mixed_model()
+    device = PartitionedDevice([raising()])
+    status, pm = device.prepare_model(model)
+    assert status == E.NONE
+    feeds = [np.full((2, 2), TRIGGER, np.float32), MIXED_INPUTS[1]]
+    cb = CollectingCallback()
+    assert pm.execute(build_request(model, feeds).request, 0, None, None, cb) == E.NONE
+    assert cb.wait(10)[0] == E.GENERAL_FAILURE
+    assert "a deliberate driver bug" in device.last_error
+    rb = build_request(model, feeds, output_dims=[None, (2, 2)])
+    status, done, info = pm.execute_fenced(rb.request, [])
+    assert status == E.NONE
+    assert done.wait(10) == E.GENERAL_FAILURE
+    assert info.get_execution_info()[0] == E.GENERAL_FAILURE
+
+
 def test_supported_operations_and_preparation_without_fallback():
     model = mixed_model()
     device = partitioned("partial-float", "partial-quant", fallback=None)

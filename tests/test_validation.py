@@ -469,6 +469,26 @@ RULES: list[Rule] = [
         lambda m: with_operand(m, 3, dimensions=(2**32, 2)),
         rf"{OPERAND} 3: dimensions .* are not all uint32",
     ),
+    # Only a Python caller can send these (HIDL carries vec<uint32_t>): None passed as
+    # "unknown rank" and failed in prepare, 2.0 passed as 2.
+    Rule(
+        "dimensions None",
+        two_adds,
+        lambda m: with_operand(m, 0, dimensions=None),
+        rf"{OPERAND} 0: dimensions None are not a uint32 list",
+    ),
+    Rule(
+        "float dimensions",
+        two_adds,
+        lambda m: with_operand(m, 0, dimensions=(2.0, 2.0)),
+        rf"{OPERAND} 0: dimensions \[2.0, 2.0\] are not all uint32",
+    ),
+    Rule(
+        "string dimension",
+        two_adds,
+        lambda m: with_operand(m, 3, dimensions=("2", 2)),
+        rf"{OPERAND} 3: dimensions \['2', 2\] are not all uint32",
+    ),
     Rule(
         "tensor larger than uint32 bytes",
         two_adds,
@@ -955,6 +975,78 @@ def test_rule_violation_is_invalid_argument_naming_the_place(rule):
     assert re.search(rule.where, e.value.message), e.value.message
 
 
+def _replace_in(obj, path: str, value):
+    """``obj`` with the field at dotted ``path`` (``main.operations[0].inputs``) replaced."""
+    head, _, rest = path.partition(".")
+    name, _, index = head.partition("[")
+    current = getattr(obj, name)
+    if index:
+        k = int(index.rstrip("]"))
+        item = _replace_in(current[k], rest, value) if rest else value
+        return dataclasses.replace(obj, **{name: (*current[:k], item, *current[k + 1 :])})
+    return dataclasses.replace(obj, **{name: _replace_in(current, rest, value) if rest else value})
+
+
+# Fields holding what no HIDL caller could send (only Python can): (path, value, message).
+MALFORMED_MODELS = [
+    ("main.operations[0]", None, r"model\.main\.operations\[0\] is NoneType"),
+    ("main.operations[0].inputs", None, r"operations\[0\]\.inputs is NoneType, not a sequence"),
+    ("main.operations[0].inputs", (0, "1", 2), r"operations\[0\]\.inputs\[1\] is str '1'"),
+    ("main.input_indexes", None, r"model\.main\.input_indexes is NoneType, not a sequence"),
+    ("main.operands[0].location", None, r"operands\[0\]\.location is NoneType"),
+    ("pools", None, r"model\.pools is NoneType, not a sequence"),
+    ("operand_values", None, r"model\.operand_values is NoneType"),
+    ("main.operands", (None,), r"model\.main\.operands\[0\] is NoneType"),
+]
+
+
+@pytest.mark.parametrize(
+    "path, value, message", MALFORMED_MODELS, ids=[f"{p}={v!r}" for p, v, _ in MALFORMED_MODELS]
+)
+def test_a_malformed_model_object_is_invalid_argument_naming_the_field(path, value, message):
+    with pytest.raises(HalError) as e:
+        validate_model(_replace_in(two_adds(), path, value))
+    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert re.search(message, e.value.message), e.value.message
+
+
+MALFORMED_REQUESTS = [
+    ("inputs", None, r"request\.inputs is NoneType, not a sequence"),
+    ("inputs[0]", None, r"request\.inputs\[0\] is NoneType"),
+    ("inputs[0].location", None, r"request\.inputs\[0\]\.location is NoneType"),
+    ("outputs[0].location.offset", "0", r"outputs\[0\]\.location\.offset is str '0'"),
+    ("pools", None, r"request\.pools is NoneType, not a sequence"),
+]
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    MALFORMED_REQUESTS,
+    ids=[f"{p}={v!r}" for p, v, _ in MALFORMED_REQUESTS],
+)
+def test_a_malformed_request_object_is_invalid_argument_naming_the_field(path, value, message):
+    model, request = simple_request()
+    with pytest.raises(HalError) as e:
+        validate_request(model, _replace_in(request, path, value))
+    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert re.search(message, e.value.message), e.value.message
+
+
+def test_a_type_error_on_a_well_formed_model_is_a_bug_and_surfaces(monkeypatch):
+    # Only malformed objects become INVALID_ARGUMENT; validation's own bugs must not
+    # hide behind a status (the fuzzers would never see them).
+    import driver.validation as validation
+
+    def broken(*args, **kw):
+        raise TypeError("a validation bug")
+
+    monkeypatch.setattr(validation, "_check_pools", broken)
+    with pytest.raises(TypeError, match="a validation bug"):
+        validate_model(two_adds())
+    with pytest.raises(TypeError, match="a validation bug"):
+        validate_request(*simple_request())
+
+
 def test_rule_names_are_unique():
     names = [r.name for r in RULES]
     assert len(names) == len(set(names))
@@ -1147,6 +1239,20 @@ def _r_input_zero_dim():
     r"""request input 0: dimensions \[0, 2\] leave a dimension unspecified"""
     m, r = simple_request(two_adds(input_dims=(0, 2)))
     return m, with_argument(r, "inputs", 0, dimensions=(0, 2))
+
+
+@request_rule("input dims of floats")
+def _r_input_float_dims():
+    r"""request input 0: dimensions \(2.0, 2.0\) are not all uint32"""
+    m, r = simple_request()
+    return m, with_argument(r, "inputs", 0, dimensions=(2.0, 2.0))
+
+
+@request_rule("output dims None")
+def _r_output_dims_none():
+    r"""request output 0: dimensions None are not all uint32"""
+    m, r = simple_request()
+    return m, with_argument(r, "outputs", 0, dimensions=None)
 
 
 @request_rule("input whose model dims are unspecified and the request's missing")

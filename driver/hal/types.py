@@ -324,10 +324,11 @@ class MemoryHandle(abc.ABC):
         """The pool's bytes (writable)."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class Memory:
     """``hidl_memory``: a named shared-memory pool (``ashmem``, ``mmap_fd``,
-    ``hardware_buffer_blob``, ``hardware_buffer``). Compared by identity."""
+    ``hardware_buffer_blob``, ``hardware_buffer``). Compared by identity; weakly
+    referenceable, so that caches keyed by a pool (a burst's slots) let it go."""
 
     name: str
     size: int

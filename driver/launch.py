@@ -1,0 +1,145 @@
+"""The asynchronous launches every prepared model shares (``execute`` and ``executeFenced``).
+
+Both run the execution on a worker thread after the launch has returned NONE, so the
+caller learns the outcome only through its callback or fence. Each therefore reports
+exactly once, *whatever* the work does: an exception escaping a worker thread would
+otherwise vanish into a Future nobody reads, and the caller would wait forever. Such an
+exception is a bug of the driver (validation ran at launch); it is reported as
+GENERAL_FAILURE, its text kept as the device's ``last_error`` (its traceback goes to the
+``execution`` verbose log, see :mod:`driver.log`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+from driver.hal.device import ExecutionCallback, ExecutionResult, SyncFenceLike
+from driver.hal.types import NO_TIMING, UINT64_MAX, ErrorStatus, HalError, MeasureTiming, Timing
+from driver.log import VLOG, vlog
+from driver.sync import SyncFence
+
+FencedRun = Callable[[int | None], ExecutionResult]
+"""Runs the execution under the given deadline (fully specified outputs)."""
+
+
+class FencedCallback:
+    """``IFencedExecutionCallback``: status and timings, once the execution finished."""
+
+    def __init__(self):
+        self._done = threading.Event()
+        self._info = (ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
+
+    def set(self, status: ErrorStatus, launched: Timing, fenced: Timing) -> None:
+        self._info = (status, launched, fenced)
+        self._done.set()
+
+    def get_execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
+        """``getExecutionInfo``: waits for completion, then (status, timingLaunched,
+        timingFenced)."""
+        self._done.wait()
+        return self._info
+
+
+def check_fences(wait_for: Any) -> None:
+    """``executeFenced``'s ``waitFor``: a sequence of sync fences with open file
+    descriptors (INVALID_ARGUMENT otherwise)."""
+    if isinstance(wait_for, (str, bytes)) or not isinstance(wait_for, Sequence):
+        raise HalError(
+            ErrorStatus.INVALID_ARGUMENT,
+            f"wait_for must be a sequence of sync fences, got {wait_for!r}",
+        )
+    for k, fence in enumerate(wait_for):
+        if not callable(getattr(fence, "wait", None)) or not _open_fd(fence):
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"wait_for[{k}] is not a sync fence")
+
+
+def _open_fd(fence: Any) -> bool:
+    try:
+        os.fstat(fence.fileno())
+    except (AttributeError, OSError, TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
+def internal_failure(device: Any, error: Exception, during: str) -> ExecutionResult:
+    """The result reported for ``error`` raised by the work of a launched execution."""
+    device.last_error = f"internal error {during}: {type(error).__name__}: {error}"
+    if VLOG.execution:
+        trace = "".join(traceback.format_exception(error))
+        vlog("execution", "%s: %s\n%s", getattr(device, "name", "driver"), device.last_error, trace)
+    return ErrorStatus.GENERAL_FAILURE, [], NO_TIMING
+
+
+def launch_async(
+    device: Any,
+    workers: Executor,
+    run: Callable[[], ExecutionResult],
+    callback: ExecutionCallback,
+) -> None:
+    """``execute``'s work: ``run()`` on a worker, its result to ``callback`` (once)."""
+
+    def work() -> None:
+        try:
+            result = run()
+        except Exception as error:
+            result = internal_failure(device, error, "in an asynchronous execution")
+        callback.notify(*result)
+
+    workers.submit(work)
+
+
+def launch_fenced(
+    device: Any,
+    workers: Executor,
+    wait_for: Sequence[SyncFenceLike],
+    measure: int,
+    deadline: int | None,
+    timeout_after_fence: int | None,
+    run: FencedRun,
+) -> tuple[SyncFence, FencedCallback]:
+    """``executeFenced``'s work: wait for ``wait_for``, then ``run`` under ``deadline``
+    tightened by ``timeout_after_fence`` (ns after the fences). Returns the fence that
+    signals the end (with an error unless NONE) and the callback holding the outcome."""
+    launched_us = time.monotonic_ns() // 1000
+    done = SyncFence()
+    callback = FencedCallback()
+
+    def outcome() -> tuple[ErrorStatus, Timing, Timing]:
+        for fence in wait_for:
+            if fence.wait(None) != ErrorStatus.NONE:
+                return ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING
+        fenced_at = time.monotonic_ns()
+        limit = deadline
+        if timeout_after_fence is not None:
+            after = fenced_at + timeout_after_fence
+            limit = after if limit is None else min(limit, after)
+        status, _, timing = run(limit)
+        if status != ErrorStatus.NONE or measure != MeasureTiming.YES:
+            return status, NO_TIMING, NO_TIMING
+        on_device = timing.time_on_device
+        if on_device == UINT64_MAX:  # a step that did not measure: nothing to report
+            return status, NO_TIMING, NO_TIMING
+        end_us = time.monotonic_ns() // 1000
+        return (
+            status,
+            Timing(on_device, max(end_us - launched_us, on_device)),
+            Timing(on_device, max(end_us - fenced_at // 1000, on_device)),
+        )
+
+    def work() -> None:
+        try:
+            status, launched, fenced = outcome()
+        except Exception as error:
+            status = internal_failure(device, error, "in a fenced execution")[0]
+            launched = fenced = NO_TIMING
+        callback.set(status, launched, fenced)
+        done.signal(error=status != ErrorStatus.NONE)
+
+    workers.submit(work)
+    return done, callback
