@@ -50,7 +50,12 @@ import concurrent.futures
 import contextlib
 import enum
 import errno
+import logging
+import math
+import numbers
+import operator
 import os
+import reprlib
 import signal
 import socket
 import subprocess
@@ -66,13 +71,16 @@ from driver import wire
 from driver.hal.device import ExecutionCallback, ExecutionResult, SyncFenceLike
 from driver.hal.types import (
     NO_TIMING,
+    UINT64_MAX,
     BufferDesc,
     BufferRole,
+    CacheToken,
     Capabilities,
     DeviceType,
     ErrorStatus,
     ExecutionPreference,
     Extension,
+    HalError,
     HalVersion,
     MeasureTiming,
     Memory,
@@ -82,6 +90,7 @@ from driver.hal.types import (
     Timing,
 )
 from driver.service import (
+    MAX_COPY_DIMS,
     MAX_FDS,
     Frame,
     Op,
@@ -92,6 +101,7 @@ from driver.service import (
     send_frame,
     unpack_extensions,
 )
+from driver.validation import uint32_dims, validate_deadline, validate_duration
 
 
 class Outcome(enum.Enum):
@@ -111,7 +121,25 @@ OUTCOME_STATUS: dict[Outcome, ErrorStatus] = {
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_START_TIMEOUT = 60.0
+MAX_TIMEOUT = 365 * 86400.0
+"""Longest ``timeout`` / ``start_timeout`` (seconds): a year is "never" in practice, and
+the thread waits behind the hang watchdog overflow far beyond it."""
 _STDERR_TAIL_BYTES = 8192
+
+logger = logging.getLogger("nnfuzz.isolated")
+
+
+def check_timeout(name: str, value: Any) -> float:
+    """``value`` as a timeout in seconds: a finite number in ``(0, MAX_TIMEOUT]``;
+    ValueError naming ``name`` otherwise (NaN would make every call a hang, infinity
+    overflows the watchdog's waits)."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    seconds = float(value) if real else math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # also false for NaN
+        raise ValueError(
+            f"{name} must be a finite number of seconds in (0, {MAX_TIMEOUT:.0f}], got {value!r}"
+        )
+    return seconds
 
 
 class _Lost(Exception):
@@ -150,6 +178,48 @@ class _Pending:
         self.settled = on_complete is None  # completion delivered (or none expected)
 
 
+def _notify(callback: Any, result: ExecutionResult, name: str) -> None:
+    """``callback.notify(*result)``; an exception (the caller's bug) is logged."""
+    try:
+        callback.notify(*result)
+    except Exception:
+        logger.exception("%s: an execution callback raised", name)
+
+
+class _Notifier:
+    """Delivers one execution's result to the caller's callback exactly once, however
+    the completion, a failed launch and the loss of the child race. A completion is
+    delivered on a thread of its own: never on the socket reader (a callback that raised
+    would end it, and every call would then look like a hang; one that called back into
+    the device would wait for a reply only the reader could read)."""
+
+    def __init__(self, callback: Any, name: str):
+        self._callback = callback
+        self._name = name
+        self._lock = threading.Lock()
+        self._done = False
+
+    def _claim(self) -> bool:
+        with self._lock:
+            done, self._done = self._done, True
+        return not done
+
+    def now(self, *result: Any) -> None:
+        """Notify on this thread (the caller's, for a launch that failed)."""
+        if self._claim():
+            _notify(self._callback, result, self._name)
+
+    def later(self, *result: Any) -> None:
+        """Notify on a new thread (called from the reader or the watchdog thread)."""
+        if self._claim():
+            threading.Thread(
+                target=_notify,
+                args=(self._callback, result, self._name),
+                daemon=True,
+                name=f"nnfuzz-isolated-callback-{self._name}",
+            ).start()
+
+
 # ---------------------------------------------------------------------------------------
 # One child process
 # ---------------------------------------------------------------------------------------
@@ -178,7 +248,9 @@ class _Child:
         self._send_lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._next_call = 1
-        self._releases: list[tuple[int, int, bytes]] = []  # (op, object, payload) one-way
+        # (op, object, payload) one-way messages; a deque, so that ``post`` takes no
+        # lock: it runs from finalizers, which may fire while this thread holds one.
+        self._releases: collections.deque[tuple[int, int, bytes]] = collections.deque()
         self.lost: _Lost | None = None
         self._gone = threading.Event()  # set once ``lost`` is
         self._stderr: collections.deque[bytes] = collections.deque(maxlen=64)
@@ -260,10 +332,10 @@ class _Child:
             call_id = self._next_call
             self._next_call = (self._next_call % 0xFFFFFFFF) + 1
             self._pending[call_id] = pending
-            releases, self._releases = self._releases, []
         try:
             with self._send_lock:
-                for r_op, r_obj, r_payload in releases:
+                while self._releases:
+                    r_op, r_obj, r_payload = self._releases.popleft()
                     send_frame(self.sock, r_op, 0, r_obj, r_payload)
                 send_frame(self.sock, op, call_id, obj_id, payload, fds)
         except OSError as e:
@@ -296,10 +368,10 @@ class _Child:
         pending.deadline = None
 
     def post(self, op: int, obj_id: int, payload: bytes = b"") -> None:
-        """A one-way message (release, burst free), sent before the next call."""
-        with self._lock:
-            if self.lost is None:
-                self._releases.append((op, obj_id, payload))
+        """A one-way message (release, burst free), sent before the next call. Takes
+        no lock (see ``_releases``)."""
+        if self.lost is None:
+            self._releases.append((op, obj_id, payload))
 
     # --- receiving --------------------------------------------------------------------
     def _read_loop(self) -> None:
@@ -496,8 +568,58 @@ def _fds(handles: Sequence[Any]) -> list[int]:
     return [h.fd for h in handles]
 
 
-def _execution_args(p: Packer, measure: int, deadline: int | None, loop_timeout: int | None):
-    p.u32(int(measure)).opt_i64(deadline).opt_i64(loop_timeout)
+def _time_error(deadline: Any = None, **durations: Any) -> str | None:
+    """What is wrong with the deadline and the durations (None: nothing), by the rules
+    the reference answers INVALID_ARGUMENT by (:mod:`driver.validation`). Checked before
+    packing, so that every value that crosses does so unchanged, as a uint64."""
+    try:
+        validate_deadline(deadline)
+        for name, duration in durations.items():
+            validate_duration(duration, name.replace("_", " "))
+    except HalError as e:
+        return e.message
+    return None
+
+
+def _measure_code(measure: Any) -> int:
+    """``measure`` as it crosses: NO / YES as 0 / 1; anything else (a bool included,
+    which the reference refuses) as 0xFFFFFFFF, left to the driver to judge (a HAL 1.1
+    driver has no timing to measure and ignores it)."""
+    if not isinstance(measure, bool):
+        with contextlib.suppress(Exception):  # a caller's object may fail to compare
+            if measure in (MeasureTiming.NO, MeasureTiming.YES):
+                return int(measure)
+    return 0xFFFFFFFF
+
+
+def _execution_args(p: Packer, measure: Any, deadline: int | None, loop_timeout: int | None):
+    """Packs the timing arguments (``_time_error`` has passed them)."""
+    p.u32(_measure_code(measure)).opt_u64(deadline).opt_u64(loop_timeout)
+
+
+def _token_bytes(token: Any, types: tuple[type, ...]) -> bytes:
+    """A compilation-cache token as it crosses. The HAL token is exactly
+    ``CacheToken.BYTE_SIZE`` bytes; one the reference would refuse (another length, or
+    not of ``types``) crosses as an empty token, which the driver refuses likewise (not
+    cached; no cache hit) — so that the caller's object itself (an int, a 300 MiB
+    string) is neither converted nor sent."""
+    if isinstance(token, types) and len(token) == CacheToken.BYTE_SIZE:
+        return bytes(token)
+    return b""
+
+
+def _cache_fds(files: Any) -> list[int]:
+    """Cache files as they cross: open descriptors. Anything else (None, a closed
+    descriptor, not an int) crosses as no files, which the driver takes for the wrong
+    number of files it is (the reference: not cached; no cache hit) instead of failing
+    the transport."""
+    try:
+        fds = [operator.index(f) for f in files]
+        for fd in fds:
+            os.fstat(fd)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return []
+    return fds
 
 
 def _status_of(value: int) -> Any:
@@ -521,7 +643,8 @@ class IsolatedDevice:
     """The device ``spec`` (any ``--driver`` value) in a child process.
 
     ``timeout`` bounds every call (seconds) before it is a HANG; ``start_timeout`` bounds
-    starting a child (importing the driver)."""
+    starting a child (importing the driver). Both must be finite and positive (at most
+    :data:`MAX_TIMEOUT`); ValueError otherwise."""
 
     def __init__(
         self,
@@ -531,11 +654,9 @@ class IsolatedDevice:
         start_timeout: float = DEFAULT_START_TIMEOUT,
         name: str | None = None,
     ):
-        if timeout <= 0 or start_timeout <= 0:
-            raise ValueError("timeouts must be positive")
+        self.timeout = check_timeout("timeout", timeout)
+        self.start_timeout = check_timeout("start_timeout", start_timeout)
         self.spec = spec
-        self.timeout = float(timeout)
-        self.start_timeout = float(start_timeout)
         self._name = name or f"{spec}@isolated"
         self._lock = threading.Lock()
         self._holder: list[_Child | None] = [None]
@@ -695,9 +816,14 @@ class IsolatedDevice:
         )
 
     def _model(self, model: Model) -> wire.Encoded | None:
+        if not isinstance(model, Model):
+            self._refuse(
+                ErrorStatus.INVALID_ARGUMENT, f"model must be a Model, got {type(model).__name__}"
+            )
+            return None
         try:
             return _encode_model(model)
-        except wire.WireEncodeError as e:
+        except Exception as e:  # any malformed field (None, a float count): INVALID_ARGUMENT
             self._refuse(
                 ErrorStatus.INVALID_ARGUMENT, f"the model cannot cross the process boundary: {e}"
             )
@@ -727,16 +853,21 @@ class IsolatedDevice:
         data_cache: Sequence[int] = (),
         token: bytes | None = None,
     ) -> tuple[ErrorStatus, IsolatedPreparedModel | None]:
+        bad = _time_error(deadline=deadline)
+        if bad is not None:
+            return self._refuse(ErrorStatus.INVALID_ARGUMENT, bad), None
         enc = self._model(model)
         if enc is None:
             return ErrorStatus.INVALID_ARGUMENT, None
-        p = Packer().blob(enc.data).u32(preference).u32(priority).opt_i64(deadline)
-        p.u32(len(enc.handles)).u32(len(model_cache)).u32(len(data_cache))
+        model_fds, data_fds = _cache_fds(model_cache), _cache_fds(data_cache)
+        p = Packer().blob(enc.data).u32(preference).u32(priority).opt_u64(deadline)
+        p.u32(len(enc.handles)).u32(len(model_fds)).u32(len(data_fds))
         if token is None:
             p.u8(0)
         else:
-            p.u8(1).blob(bytes(token))
-        fds = [*_fds(enc.handles), *model_cache, *data_cache]
+            # The reference caches under a ``bytes`` token only (else: not cached, NONE).
+            p.u8(1).blob(_token_bytes(token, (bytes,)))
+        fds = [*_fds(enc.handles), *model_fds, *data_fds]
         return self._prepared(Op.PREPARE_MODEL, p.data(), fds)
 
     def _prepared(
@@ -758,8 +889,14 @@ class IsolatedDevice:
         data_cache: Sequence[int],
         token: bytes,
     ) -> tuple[ErrorStatus, IsolatedPreparedModel | None]:
-        p = Packer().opt_i64(deadline).u32(len(model_cache)).blob(bytes(token))
-        return self._prepared(Op.PREPARE_FROM_CACHE, p.data(), [*model_cache, *data_cache])
+        bad = _time_error(deadline=deadline)
+        if bad is not None:
+            return self._refuse(ErrorStatus.INVALID_ARGUMENT, bad), None
+        model_fds, data_fds = _cache_fds(model_cache), _cache_fds(data_cache)
+        # The reference's cache opens under ``bytes`` or ``bytearray`` tokens.
+        p = Packer().opt_u64(deadline).u32(len(model_fds))
+        p.blob(_token_bytes(token, (bytes, bytearray)))
+        return self._prepared(Op.PREPARE_FROM_CACHE, p.data(), [*model_fds, *data_fds])
 
     def allocate(
         self,
@@ -772,6 +909,15 @@ class IsolatedDevice:
         # DEVICE_UNAVAILABLE); with none, the current child allocates.
         child: _Child | None = None
         ids = []
+        if isinstance(prepared_models, (str, bytes)) or not isinstance(prepared_models, Sequence):
+            return (
+                self._refuse(
+                    ErrorStatus.INVALID_ARGUMENT,
+                    f"prepared_models must be a sequence, got {type(prepared_models).__name__}",
+                ),
+                None,
+                0,
+            )
         for k, pm in enumerate(prepared_models):
             if not isinstance(pm, IsolatedPreparedModel) or pm._device is not self:
                 return (
@@ -785,8 +931,18 @@ class IsolatedDevice:
             if child is None or pm._child.lost is not None:
                 child = pm._child
             ids.append(pm._obj)
-        msg = wire.BufferAllocationMessage(desc, tuple(input_roles), tuple(output_roles))
-        payload = Packer().blob(wire.encode(msg).data).u32s(ids).data()
+        try:
+            msg = wire.BufferAllocationMessage(desc, tuple(input_roles), tuple(output_roles))
+            payload = Packer().blob(wire.encode(msg).data).u32s(ids).data()
+        except Exception as e:  # a malformed descriptor or role (None, -1, 2**40)
+            return (
+                self._refuse(
+                    ErrorStatus.INVALID_ARGUMENT,
+                    f"the buffer description cannot cross the process boundary: {e}",
+                ),
+                None,
+                0,
+            )
         if child is None:
             try:
                 child = self._ensure()
@@ -814,12 +970,28 @@ class IsolatedPreparedModel(_Remote):
     """``IPreparedModel`` in the child."""
 
     def _request(self, request: Request) -> tuple[wire.Encoded | None, Any]:
+        if not isinstance(request, Request):
+            return None, self._device._refuse(
+                ErrorStatus.INVALID_ARGUMENT,
+                f"request must be a Request, got {type(request).__name__}",
+            )
         try:
             return _encode_request(request), None
-        except wire.WireEncodeError as e:
+        except Exception as e:  # any malformed field: INVALID_ARGUMENT, as the reference
             return None, self._device._refuse(
                 ErrorStatus.INVALID_ARGUMENT, f"the request cannot cross the process boundary: {e}"
             )
+
+    def _checked(
+        self, request: Request, deadline: Any, loop_timeout: Any, **durations: Any
+    ) -> wire.Encoded | ErrorStatus:
+        """The encoded request, once the request, the deadline and the durations are
+        known to cross; otherwise INVALID_ARGUMENT (recorded), without a round trip."""
+        bad = _time_error(deadline=deadline, loop_timeout=loop_timeout, **durations)
+        if bad is not None:
+            return self._device._refuse(ErrorStatus.INVALID_ARGUMENT, bad)
+        enc, failed = self._request(request)
+        return failed if enc is None else enc
 
     def _launch(
         self, op: int, payload: bytes, fds: list[int], obj: int | None = None, **kw: Any
@@ -874,9 +1046,9 @@ class IsolatedPreparedModel(_Remote):
         loop_timeout: int | None = None,
     ) -> ExecutionResult:
         """``executeSynchronously_1_3`` in the child."""
-        enc, failed = self._request(request)
-        if enc is None:
-            return failed, [], NO_TIMING
+        enc = self._checked(request, deadline, loop_timeout)
+        if not isinstance(enc, wire.Encoded):
+            return enc, [], NO_TIMING
         p = Packer().blob(enc.data)
         _execution_args(p, measure, deadline, loop_timeout)
         return self._execution(Op.EXECUTE_SYNC, self._obj, p.data(), _fds(enc.handles))
@@ -890,36 +1062,59 @@ class IsolatedPreparedModel(_Remote):
         callback: ExecutionCallback,
     ) -> ErrorStatus:
         """``execute_1_3`` in the child: its ``notify`` comes back to ``callback``, which
-        is notified exactly once (with the crash/hang status if the child is lost)."""
+        is notified exactly once (with the crash/hang status if the child is lost). A
+        launch that fails notifies before this returns, on the caller's thread; a later
+        completion is notified on the device's callback thread, never on the thread
+        that reads the child's replies, so ``callback`` may call back into the device.
+        An exception escaping ``callback.notify`` is logged."""
         device = self._device
-        enc, failed = self._request(request)
-        if enc is None:
-            callback.notify(failed, [], NO_TIMING)
-            return failed
+        notifier = _Notifier(callback, device.name)
+        enc = self._checked(request, deadline, loop_timeout)
+        if not isinstance(enc, wire.Encoded):
+            notifier.now(enc, [], NO_TIMING)
+            return enc
         p = Packer().blob(enc.data)
         _execution_args(p, measure, deadline, loop_timeout)
+        # A completion read before this thread has seen the launch's reply (the driver
+        # notifies a failed launch before answering it) is delivered here, after it.
+        lock = threading.Lock()
+        early: list[ExecutionResult] = []
+        launched = False
 
         def complete(payload: bytes) -> None:
-            callback.notify(*self._decoded(payload))
+            result = self._decoded(payload)
+            with lock:
+                if not launched:
+                    early.append(result)
+                    return
+            notifier.later(*result)
 
         def lost(e: _Lost) -> None:
-            callback.notify(device._lost(e), [], NO_TIMING)
+            notifier.later(device._lost(e), [], NO_TIMING)
 
         pending = self._launch(
             Op.EXECUTE_ASYNC, p.data(), _fds(enc.handles), on_complete=complete, on_lost=lost
         )
+        with lock:
+            launched = True
+        for result in early:
+            notifier.now(*result)
         if not isinstance(pending, _Pending):
-            callback.notify(pending, [], NO_TIMING)
+            notifier.now(pending, [], NO_TIMING)
             return pending
         launch = self._launch_status(pending)
         if not isinstance(launch, tuple):
+            notifier.now(launch, [], NO_TIMING)
             return launch
         status, message, _ = launch
         if status != ErrorStatus.NONE:
             # A failed launch: the driver has notified already, or never will.
             if self._child.settle(self._child.call_id_of(pending), pending):
-                callback.notify(status, [], NO_TIMING)
+                notifier.now(status, [], NO_TIMING)
             return device._done(status, message)
+        if pending.lost is not None and self._child.settle(None, pending):
+            # Lost between the reply and now, too late for ``lose`` to see the launch.
+            notifier.now(device._lost(pending.lost), [], NO_TIMING)
         return ErrorStatus.NONE
 
     def execute_fenced(
@@ -938,12 +1133,21 @@ class IsolatedPreparedModel(_Remote):
         from driver.sync import SyncFence
 
         device, child = self._device, self._child
+        if isinstance(wait_for, (str, bytes)) or not isinstance(wait_for, Sequence):
+            return (
+                device._refuse(
+                    ErrorStatus.INVALID_ARGUMENT,
+                    f"wait_for must be a sequence of sync fences, got {type(wait_for).__name__}",
+                ),
+                None,
+                None,
+            )
         for k, f in enumerate(wait_for):
             bad = not callable(getattr(f, "wait", None)) or not callable(getattr(f, "fileno", None))
             if not bad:
                 try:
                     os.fstat(f.fileno())
-                except (OSError, TypeError, ValueError):
+                except (OSError, TypeError, ValueError, OverflowError):
                     bad = True
             if bad:
                 return (
@@ -953,13 +1157,40 @@ class IsolatedPreparedModel(_Remote):
                     None,
                     None,
                 )
-        enc, failed = self._request(request)
-        if enc is None:
-            return failed, None, None
-        pipes = [os.pipe() for _ in wait_for]
+        enc = self._checked(
+            request, deadline, loop_timeout, timeout_after_fence=timeout_after_fence
+        )
+        if not isinstance(enc, wire.Encoded):
+            return enc, None, None
+        # Checked before any pipe is made: past the descriptors one call can pass, the
+        # last pipe relays all the remaining fences.
+        groups = _fence_groups(list(wait_for), MAX_FDS - len(enc.handles))
+        if groups is None:
+            return (
+                device._refuse(
+                    ErrorStatus.INVALID_ARGUMENT,
+                    f"{len(enc.handles)} pools and {len(wait_for)} fences exceed the "
+                    f"{MAX_FDS} descriptors one call can pass",
+                ),
+                None,
+                None,
+            )
+        pipes: list[tuple[int, int]] = []
+        try:
+            for _ in groups:
+                pipes.append(os.pipe())
+        except OSError as e:  # out of descriptors: close what was made
+            _close_all([fd for pipe in pipes for fd in pipe])
+            return (
+                device._refuse(
+                    ErrorStatus.GENERAL_FAILURE, f"cannot make the pipes relaying the fences: {e}"
+                ),
+                None,
+                None,
+            )
         p = Packer().blob(enc.data).u32(len(pipes))
         _execution_args(p, measure, deadline, loop_timeout)
-        p.opt_i64(timeout_after_fence)
+        p.opt_u64(timeout_after_fence)
         done = SyncFence()
         info = FencedCallback()
 
@@ -1013,13 +1244,13 @@ class IsolatedPreparedModel(_Remote):
             child.settle(child.call_id_of(pending), pending)
             _close_all(writers)
             return device._done(status, message), None, None
-        if wait_for:
+        if groups:
             # The driver now waits for the caller's fences: no hang clock until they
             # have signalled (the relay restarts it).
             child.disarm(pending)
             threading.Thread(
                 target=_relay_fences,
-                args=(list(wait_for), writers, child, pending),
+                args=(groups, writers, child, pending),
                 daemon=True,
                 name="nnfuzz-isolated-fence-relay",
             ).start()
@@ -1044,35 +1275,119 @@ def _close_all(fds: Sequence[int]) -> None:
             os.close(fd)
 
 
+def _fence_groups(fences: list[SyncFenceLike], room: int) -> list[list[SyncFenceLike]] | None:
+    """The fences each pipe relays: one each while ``room`` descriptors allow, the rest
+    all over the last pipe (the driver sees them as one fence: signalled once all are,
+    failed as soon as one fails). None when there is no room for a pipe."""
+    if not fences:
+        return []
+    if room < 1:
+        return None
+    if len(fences) <= room:
+        return [[f] for f in fences]
+    return [[f] for f in fences[: room - 1]] + [fences[room - 1 :]]
+
+
 def _relay_fences(
-    fences: list[SyncFenceLike], writers: list[int], child: _Child, pending: _Pending
+    groups: list[list[SyncFenceLike]], writers: list[int], child: _Child, pending: _Pending
 ) -> None:
-    """Wait for the caller's fences here and tell the child (one byte per fence), then
-    start the execution's hang clock."""
-    for fence, w in zip(fences, writers):
-        try:
-            ok = fence.wait(None) == ErrorStatus.NONE
-        except Exception:
-            ok = False
+    """Wait for the caller's fences here and tell the child (one byte per pipe), then
+    start the execution's hang clock. After a failed fence the rest are not waited
+    for: the driver fails at the first failed fence, as the reference does."""
+    failed = False
+    for group, w in zip(groups, writers):
+        for fence in group:
+            if failed:
+                break
+            try:
+                failed = fence.wait(None) != ErrorStatus.NONE
+            except Exception:
+                failed = True
         with contextlib.suppress(OSError):
-            os.write(w, b"\0" if ok else b"\1")
+            os.write(w, b"\1" if failed else b"\0")
         with contextlib.suppress(OSError):
             os.close(w)
     child.arm(pending)
 
 
+class _Slot:
+    """A burst slot: its number, and (weakly, if it can) what keeps its handle: the
+    memory that brought it, or the handle itself."""
+
+    __slots__ = ("number", "owner")
+
+    def __init__(self, number: int):
+        self.number = number
+        self.owner: Callable[[], Any] = lambda: None  # a weakref.ref, or a strong stand-in
+
+    def holds(self, handle: Any) -> bool:
+        owner = self.owner()
+        return owner is not None and (owner is handle or getattr(owner, "handle", None) is handle)
+
+
 class IsolatedBurst(_Remote):
     """A burst in the child. Pools are cached in slots by their handle, as the burst
-    controller caches them by memory: each pool's descriptor crosses once."""
+    controller caches them by memory: each pool's descriptor crosses once. A slot lasts
+    until ``free_memory``, or until the caller drops the memory that brought its
+    handle: as Android's burst controller frees a slot when its memory object is
+    destroyed, the child is then told to free it (a long burst over fresh pools must not
+    keep every one of them open and mapped, here or in the child)."""
 
     def __init__(
         self, device: IsolatedDevice, child: _Child, obj: int, prepared: IsolatedPreparedModel
     ):
         super().__init__(device, child, obj)
         self.prepared = prepared  # keep the prepared model alive as long as its burst
-        self._lock = threading.Lock()
-        self._slots: dict[int, tuple[int, Any]] = {}  # id(handle) -> (slot, handle)
+        # Reentrant: a memory's collection frees its slot on whatever thread the garbage
+        # collector runs, possibly one inside ``execute`` holding this lock.
+        self._lock = threading.RLock()
+        self._slots: dict[int, _Slot] = {}  # id(handle) -> slot
         self._next_slot = 0
+
+    @property
+    def cached_slots(self) -> int:
+        """Pools cached in slots (here and in the child)."""
+        return len(self._slots)
+
+    def _new_slot(self, handle: Any, memory: Memory | None) -> _Slot:
+        key = id(handle)
+        slot = _Slot(self._next_slot)
+        self._next_slot += 1
+        for owner in (memory, handle):
+            if owner is None:
+                continue
+            try:
+                slot.owner = weakref.ref(owner, self._on_collected(key, slot))
+            except TypeError:  # not weakly referenceable
+                continue
+            break
+        else:  # nothing to watch: held until free_memory
+            slot.owner = lambda: handle
+        old = self._slots.get(key)
+        self._slots[key] = slot
+        if old is not None:  # its owner is gone and its handle's id reused
+            self._free(old)
+        return slot
+
+    def _on_collected(self, key: int, slot: _Slot) -> Callable[[Any], None]:
+        """The weakref callback freeing ``slot`` when its owner is collected. It holds
+        the burst weakly: a collected burst is released in the child, slots and all."""
+        burst = weakref.ref(self)
+
+        def collected(_ref: Any) -> None:
+            owner = burst()
+            if owner is None:
+                return
+            with owner._lock:
+                if owner._slots.get(key) is not slot:
+                    return  # freed already
+                del owner._slots[key]
+            owner._free(slot)
+
+        return collected
+
+    def _free(self, slot: _Slot) -> None:
+        self._child.post(Op.BURST_FREE, self._obj, Packer().u32(slot.number).data())
 
     def execute(
         self,
@@ -1081,22 +1396,24 @@ class IsolatedBurst(_Remote):
         deadline: int | None = None,
         loop_timeout: int | None = None,
     ) -> ExecutionResult:
-        enc, failed = self.prepared._request(request)
-        if enc is None:
-            return failed, [], NO_TIMING
+        enc = self.prepared._checked(request, deadline, loop_timeout)
+        if not isinstance(enc, wire.Encoded):
+            return enc, [], NO_TIMING
+        memories: dict[int, Memory] = {}  # id(handle) -> a memory of the request holding it
+        for pool in request.pools:
+            if isinstance(pool, Memory) and pool.handle is not None:
+                memories.setdefault(id(pool.handle), pool)
         slots, has_fd, fds = [], bytearray(), []
         with self._lock:
             for handle in enc.handles:
-                entry = self._slots.get(id(handle))
-                if entry is None or entry[1] is not handle:
-                    entry = (self._next_slot, handle)
-                    self._next_slot += 1
-                    self._slots[id(handle)] = entry
+                slot = self._slots.get(id(handle))
+                if slot is None or not slot.holds(handle):  # new, or an id reused
+                    slot = self._new_slot(handle, memories.get(id(handle)))
                     has_fd.append(1)
                     fds.append(handle.fd)
                 else:
                     has_fd.append(0)
-                slots.append(entry[0])
+                slots.append(slot.number)
         p = Packer().blob(enc.data).u32s(slots).blob(bytes(has_fd))
         _execution_args(p, measure, deadline, loop_timeout)
         return self.prepared._execution(Op.BURST_EXECUTE, self._obj, p.data(), fds)
@@ -1104,42 +1421,65 @@ class IsolatedBurst(_Remote):
     def free_memory(self, memory: Memory) -> None:
         handle = getattr(memory, "handle", None)
         with self._lock:
-            entry = self._slots.pop(id(handle), None)
-        if entry is not None and entry[1] is handle:
-            self._child.post(Op.BURST_FREE, self._obj, Packer().u32(entry[0]).data())
+            slot = self._slots.get(id(handle))
+            if slot is None or not slot.holds(handle):
+                return
+            del self._slots[id(handle)]
+        self._free(slot)
 
 
 class IsolatedBuffer(_Remote):
     """``IBuffer`` in the child."""
 
-    def _copy(self, op: int, memory: Memory, dims: Sequence[int] | None) -> ErrorStatus:
+    def _copy(self, op: int, memory: Any, dims: tuple[int, ...] | None) -> ErrorStatus:
         device = self._device
-        (pool,) = _portable_pools([memory])
-        if pool.handle is None:
-            return device._refuse(
-                ErrorStatus.INVALID_ARGUMENT, "the memory has no descriptor to pass"
-            )
-        p = Packer().u64(int(pool.size)).str(pool.name)
+        p, fds = Packer(), []
+        if isinstance(memory, Memory):
+            (pool,) = _portable_pools([memory])
+            if pool.handle is None:
+                return device._refuse(
+                    ErrorStatus.INVALID_ARGUMENT, "the memory has no descriptor to pass"
+                )
+            size, name = pool.size, pool.name
+            if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= UINT64_MAX:
+                return device._refuse(
+                    ErrorStatus.INVALID_ARGUMENT,
+                    f"memory size {reprlib.repr(size)} is not a uint64",
+                )
+            if not isinstance(name, str):
+                return device._refuse(
+                    ErrorStatus.INVALID_ARGUMENT, f"memory name {reprlib.repr(name)} is not a str"
+                )
+            p.u64(size).str(name)
+            fds.append(pool.handle.fd)
+        else:
+            p.u64(0).str("")  # no descriptor: the driver gets None, and judges it
         if dims is not None:
-            p.u32s([int(d) for d in dims])
-        return device._rpc(
-            self._child, op, self._obj, p.data(), [pool.handle.fd], lambda u: (), ()
-        )[0]
+            p.u32s(list(dims))
+        return device._rpc(self._child, op, self._obj, p.data(), fds, lambda u: (), ())[0]
 
     def copy_to(self, dst: Memory) -> ErrorStatus:
         return self._copy(Op.BUFFER_COPY_TO, dst, None)
 
     def copy_from(self, src: Memory, dimensions: Sequence[int]) -> ErrorStatus:
-        return self._copy(Op.BUFFER_COPY_FROM, src, dimensions)
+        dims = uint32_dims(dimensions)
+        if dims is None or len(dims) > MAX_COPY_DIMS:
+            return self._device._refuse(
+                ErrorStatus.INVALID_ARGUMENT,
+                f"copy_from dimensions {reprlib.repr(dimensions)} are not all uint32",
+            )
+        return self._copy(Op.BUFFER_COPY_FROM, src, dims)
 
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
     "DEFAULT_TIMEOUT",
+    "MAX_TIMEOUT",
     "OUTCOME_STATUS",
     "IsolatedBuffer",
     "IsolatedBurst",
     "IsolatedDevice",
     "IsolatedPreparedModel",
     "Outcome",
+    "check_timeout",
 ]

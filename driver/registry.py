@@ -131,6 +131,8 @@ def _composite(spec: str) -> Callable[[], Device] | None:
     if at and (suffix == ISOLATED_SUFFIX[1:] or suffix.startswith(ISOLATED_SUFFIX[1:] + ":")):
         if not base:
             raise DriverLoadError(f"{spec!r}: @isolated needs a driver before it")
+        from driver.isolated import check_timeout
+
         options: dict[str, float] = {}
         for item in suffix.split(":")[1:]:
             key, eq, value = item.partition("=")
@@ -140,9 +142,15 @@ def _composite(spec: str) -> Callable[[], Device] | None:
                     "(use timeout=SECONDS or start_timeout=SECONDS)"
                 )
             try:
-                options[key] = float(value)
+                seconds = float(value)
             except ValueError:
-                raise DriverLoadError(f"{spec!r}: {key} must be a number of seconds") from None
+                raise DriverLoadError(
+                    f"{spec!r}: {key} must be a number of seconds, got {value!r}"
+                ) from None
+            try:  # nan, inf, 0 and negatives parse as floats, but are no timeouts
+                options[key] = check_timeout(key, seconds)
+            except ValueError as e:
+                raise DriverLoadError(f"{spec!r}: {e}") from None
 
         def make_isolated() -> Device:
             from driver.isolated import IsolatedDevice

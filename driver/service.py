@@ -58,6 +58,8 @@ MAX_PAYLOAD = wire.MAX_MESSAGE_BYTES + (1 << 20)
 MAX_FDS = 253
 """``SCM_MAX_FD``: descriptors one frame can carry (so at most this many pools a call)."""
 CRASH_EXIT_CODE = 70
+MAX_COPY_DIMS = 1 << 16
+"""Dimensions one ``copyFrom`` can carry (a buffer of unknown rank takes any rank)."""
 
 
 class Op(enum.IntEnum):
@@ -96,7 +98,7 @@ class ProtocolError(Exception):
 # Payloads
 # ---------------------------------------------------------------------------------------
 
-_U8, _U32, _U64, _I64 = (struct.Struct(f) for f in ("<B", "<I", "<Q", "<q"))
+_U8, _U32, _U64 = (struct.Struct(f) for f in ("<B", "<I", "<Q"))
 
 
 class Packer:
@@ -125,17 +127,14 @@ class Packer:
         self.parts.append(_U64.pack(v))
         return self
 
-    def opt_i64(self, v: int | None) -> Packer:
-        """None, or an int64 (deadlines, durations). Out of range or not an int: -1,
-        which every receiver rejects as a negative time."""
+    def opt_u64(self, v: int | None) -> Packer:
+        """None, or a uint64: a deadline or a duration in nanoseconds, HAL 1.3's
+        ``OptionalTimePoint`` / ``OptionalTimeoutDuration``. The whole ``[0, 2**64)``
+        range crosses unchanged; the sender validates first (anything else raises)."""
         if v is None:
             self.parts.append(b"\0")
-            return self
-        try:
-            packed = _I64.pack(v)
-        except (struct.error, TypeError):
-            packed = _I64.pack(-1)
-        self.parts.append(b"\1" + packed)
+        else:
+            self.parts.append(b"\1" + _U64.pack(v))
         return self
 
     def blob(self, data: bytes) -> Packer:
@@ -180,11 +179,11 @@ class Unpacker:
     def u64(self) -> int:
         return self._take(_U64)
 
-    def opt_i64(self) -> int | None:
+    def opt_u64(self) -> int | None:
         flag = self.u8()
         if flag > 1:
             raise ProtocolError(f"bad optional flag {flag}")
-        return self._take(_I64) if flag else None
+        return self._take(_U64) if flag else None
 
     def blob(self) -> bytes:
         n = self.u32()
@@ -580,7 +579,7 @@ class Service:
     def prepare_model(self, f: Frame) -> bytes:
         u = Unpacker(f.payload)
         data = u.blob()
-        preference, priority, deadline = u.u32(), u.u32(), u.opt_i64()
+        preference, priority, deadline = u.u32(), u.u32(), u.opt_u64()
         n_handles, n_model_cache, n_data_cache = u.u32(), u.u32(), u.u32()
         token = u.blob() if _bool_flag(u.u8()) else None
         u.end()
@@ -603,7 +602,7 @@ class Service:
 
     def prepare_from_cache(self, f: Frame) -> bytes:
         u = Unpacker(f.payload)
-        deadline, n_model_cache = u.opt_i64(), u.u32()
+        deadline, n_model_cache = u.opt_u64(), u.u32()
         token = u.blob()
         u.end()
         status, prepared = self.drive(
@@ -628,7 +627,7 @@ class Service:
         return self._status(status).u32(obj).u32(int(token) if ok else 0).data()
 
     def _execution_args(self, u: Unpacker) -> tuple[int, int | None, int | None]:
-        return u.u32(), u.opt_i64(), u.opt_i64()
+        return u.u32(), u.opt_u64(), u.opt_u64()
 
     def _result(self, result: Any) -> bytes:
         try:
@@ -661,7 +660,7 @@ class Service:
         data = u.blob()
         n_fences = u.u32()
         measure, deadline, loop_timeout = self._execution_args(u)
-        timeout_after_fence = u.opt_i64()
+        timeout_after_fence = u.opt_u64()
         u.end()
         if n_fences > len(f.fds):
             raise ProtocolError("descriptor counts disagree")
@@ -778,10 +777,14 @@ class Service:
             self.drive(burst.free_memory, memory)
         return None
 
-    def _memory(self, u: Unpacker, fds: Sequence[int]) -> Memory:
+    def _memory(self, u: Unpacker, fds: Sequence[int]) -> Memory | None:
+        """A buffer copy's memory: its descriptor, or None when the caller passed
+        something that is not a memory (the driver judges that argument)."""
         size, name = u.u64(), u.str()
-        if len(fds) != 1:
-            raise ProtocolError("a buffer copy carries one descriptor")
+        if len(fds) > 1:
+            raise ProtocolError("a buffer copy carries at most one descriptor")
+        if not fds:
+            return None
         try:
             return wire.fd_resolver(fds)(0, name, size)
         except wire.WireDecodeError:
@@ -797,7 +800,7 @@ class Service:
     def buffer_copy_from(self, f: Frame) -> bytes:
         u = Unpacker(f.payload)
         memory = self._memory(u, f.fds)
-        dims = u.u32s(wire.MAX_RANK)
+        dims = u.u32s(MAX_COPY_DIMS)
         u.end()
         status = self.drive(self.get(f.obj_id).copy_from, memory, tuple(dims))
         return self._status(status).data()

@@ -391,3 +391,320 @@ def test_an_empty_pool_crosses_two_process_boundaries():
         pm = prepare(device, model)
         assert pm.execute_synchronously(rb.request)[0] == E.NONE
     assert np.frombuffer(rb.output_bytes(0), np.float32).tolist() == [2, 4, 6, 8]
+
+
+# --- the caller's callbacks ----------------------------------------------------------------
+
+
+def test_a_callback_that_raises_or_is_missing_does_not_break_the_device(caplog):
+    """The caller's ``notify`` ran on the socket-reader thread: one that raised ended it,
+    so the device looked hung (HANG, child killed, every object dead), and the loss then
+    notified the callback a second time."""
+    model = add_model()
+    with IsolatedDevice("reference", timeout=5) as device:
+        pm = prepare(device, model)
+        calls = []
+
+        class Raising:
+            def notify(self, status, shapes, timing):
+                calls.append(status)
+                raise RuntimeError("the caller's callback failed")
+
+        start = time.monotonic()
+        assert pm.execute(build_request(model, feeds()).request, 0, None, None, Raising()) == (
+            E.NONE
+        )
+        assert pm.execute(build_request(model, feeds()).request, 0, None, None, None) == E.NONE
+        while not calls and time.monotonic() - start < BOUND:
+            time.sleep(0.01)
+        rb = build_request(model, feeds())
+        assert pm.execute_synchronously(rb.request)[0] == E.NONE
+        assert time.monotonic() - start < BOUND and rb.output_bytes(0) == expected()
+        assert device.last_outcome == Outcome.SUCCESS and device.restarts == 0
+        time.sleep(0.2)
+        assert calls == [E.NONE]  # exactly once
+        assert "an execution callback raised" in caplog.text
+
+
+def test_a_callback_may_call_back_into_the_device():
+    """A callback that chains the next execution (synchronous, or asynchronous and
+    waited for) works as in-process, instead of deadlocking the reader thread."""
+    model = add_model()
+    with IsolatedDevice("reference", timeout=5) as device:
+        pm = prepare(device, model)
+        results: list = []
+        done = CollectingCallback()
+
+        class Chain:
+            def notify(self, status, shapes, timing):
+                results.append(status)
+                results.append(pm.execute_synchronously(build_request(model, feeds()).request)[0])
+                inner = CollectingCallback()
+                results.append(
+                    pm.execute(build_request(model, feeds(2)).request, 0, None, None, inner)
+                )
+                results.append(inner.wait(BOUND)[0])  # queued behind this very callback
+                done.notify(E.NONE, [], None)
+
+        start = time.monotonic()
+        assert pm.execute(build_request(model, feeds()).request, 0, None, None, Chain()) == E.NONE
+        done.wait(2 * BOUND)
+        assert results == [E.NONE] * 4 and time.monotonic() - start < BOUND
+        assert device.outcomes[Outcome.HANG] == 0 and device.restarts == 0
+        # A launch that fails (here, or in the driver) is notified before ``execute``
+        # returns, as in-process.
+        from dataclasses import replace
+
+        rb = build_request(model, feeds())
+        for request in (None, replace(rb.request, inputs=rb.request.inputs[:1])):
+            cb = CollectingCallback()
+            assert pm.execute(request, 0, None, None, cb) == E.INVALID_ARGUMENT
+            assert cb.result is not None and cb.result[0] == E.INVALID_ARGUMENT
+
+
+# --- arguments the reference answers with a status -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def both(isolated):
+    """For each device: (device, prepared model, an uninitialized buffer, a burst)."""
+    out = {}
+    for name, device in (("reference", ReferenceDevice()), ("isolated", isolated)):
+        pm = prepare(device, add_model())
+        status, buffer, _ = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+        assert status == E.NONE
+        out[name] = (device, pm, buffer, pm.configure_execution_burst()[1])
+    return out
+
+
+def _final_status(launched):
+    """An asynchronous call's status: its launch's, or (launched) its completion's."""
+    if isinstance(launched, tuple):  # execute_fenced: (status, fence, callback)
+        status, _, info = launched
+        return status if status != E.NONE or info is None else info.get_execution_info()[0]
+    return launched
+
+
+def _async(pm, request, measure=0, deadline=None, loop_timeout=None):
+    cb = CollectingCallback()
+    status = pm.execute(request, measure, deadline, loop_timeout, cb)
+    assert cb.wait(BOUND)[0] == status or status == E.NONE  # notified once, consistently
+    return status if status != E.NONE else cb.result[0]
+
+
+def _req():
+    return build_request(add_model(), feeds()).request
+
+
+_FAR = 2**63  # deadlines from here to 2**64 - 1 are valid (and far in the future)
+_ARGUMENT_CASES = {
+    # item 5: shapes the isolated wrapper raised on, or silently changed
+    "prepare_model(None)": lambda d, pm, buf, burst: d.prepare_model(None)[0],
+    "get_supported_operations(None)": lambda d, pm, buf, burst: d.get_supported_operations(None)[0],
+    "allocate(dims=(-1,))": lambda d, pm, buf, burst: d.allocate(
+        BufferDesc((-1,)), [pm], [BufferRole(0, 0)], []
+    )[0],
+    "allocate(model_index=-1)": lambda d, pm, buf, burst: d.allocate(
+        BufferDesc(), [pm], [BufferRole(-1, 0)], []
+    )[0],
+    "allocate(desc=None)": lambda d, pm, buf, burst: d.allocate(None, [pm], [BufferRole(0, 0)], [])[
+        0
+    ],
+    "allocate(prepared_models=None)": lambda d, pm, buf, burst: d.allocate(
+        BufferDesc(), None, [BufferRole(0, 0)], []
+    )[0],
+    "execute_synchronously(measure=None)": lambda d, pm, buf, burst: pm.execute_synchronously(
+        _req(), None
+    )[0],
+    "execute_synchronously(measure=True)": lambda d, pm, buf, burst: pm.execute_synchronously(
+        _req(), True
+    )[0],
+    "execute_synchronously(None)": lambda d, pm, buf, burst: pm.execute_synchronously(None)[0],
+    "execute(measure=None)": lambda d, pm, buf, burst: _async(pm, _req(), None),
+    "copy_from(dims=[-1])": lambda d, pm, buf, burst: buf.copy_from(
+        allocate_shared_memory(24), [-1]
+    ),
+    "copy_from(dims=[2.9, 3])": lambda d, pm, buf, burst: buf.copy_from(
+        allocate_shared_memory(24), [2.9, 3]
+    ),
+    "copy_from(dims=None)": lambda d, pm, buf, burst: buf.copy_from(
+        allocate_shared_memory(24), None
+    ),
+    "copy_from(src=None)": lambda d, pm, buf, burst: buf.copy_from(None, [2, 3]),
+    "copy_to(None) uninitialized": lambda d, pm, buf, burst: buf.copy_to(None),
+    "prepare_model_from_cache(token=None)": lambda d, pm, buf, burst: d.prepare_model_from_cache(
+        None, [], [], None
+    )[0],
+    "prepare_model_from_cache(token=1<<40)": lambda d, pm, buf, burst: d.prepare_model_from_cache(
+        None, [], [], 1 << 40
+    )[0],
+    "prepare_model(token=1<<40)": lambda d, pm, buf, burst: d.prepare_model(
+        add_model(), token=1 << 40
+    )[0],
+    "execute_fenced(wait_for=None)": lambda d, pm, buf, burst: pm.execute_fenced(_req(), None)[0],
+    "burst.execute(None)": lambda d, pm, buf, burst: burst.execute(None)[0],
+    # item 6: deadlines and durations over [0, 2**64), and what lies outside
+    **{
+        f"prepare_model(deadline={dl!r})": (
+            lambda d, pm, buf, burst, dl=dl: d.prepare_model(add_model(), deadline=dl)[0]
+        )
+        for dl in (_FAR, 2**64 - 1, 2**64, -1, 1.5, float("nan"), True)
+    },
+    **{
+        f"prepare_model_from_cache(deadline={dl!r})": (
+            lambda d, pm, buf, burst, dl=dl: d.prepare_model_from_cache(dl, [], [], bytes(32))[0]
+        )
+        for dl in (2**64 - 1, 2**64, float("inf"))
+    },
+    **{
+        f"execute_synchronously(deadline={dl!r})": (
+            lambda d, pm, buf, burst, dl=dl: pm.execute_synchronously(_req(), 0, dl)[0]
+        )
+        for dl in (0, _FAR, 2**64 - 1, 2**64, -1, float("nan"), "soon")
+    },
+    **{
+        f"execute_synchronously(loop_timeout={lt!r})": (
+            lambda d, pm, buf, burst, lt=lt: pm.execute_synchronously(_req(), 0, None, lt)[0]
+        )
+        for lt in (0, _FAR, 2**64 - 1, 2**64, -1, 1.5)
+    },
+    **{
+        f"execute(deadline={dl!r})": (lambda d, pm, buf, burst, dl=dl: _async(pm, _req(), 0, dl))
+        for dl in (2**64 - 1, float("nan"))
+    },
+    **{
+        f"execute_fenced(deadline={dl!r}, timeout_after_fence={taf!r})": (
+            lambda d, pm, buf, burst, dl=dl, taf=taf: _final_status(
+                pm.execute_fenced(_req(), [], 0, dl, None, taf)
+            )
+        )
+        for dl, taf in ((_FAR, None), (2**64 - 1, 2**64 - 1), (None, -1), (None, 2**64), (-1, 0))
+    },
+    **{
+        f"burst.execute(deadline={dl!r})": (
+            lambda d, pm, buf, burst, dl=dl: burst.execute(_req(), 0, dl)[0]
+        )
+        for dl in (2**64 - 1, float("nan"))
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(_ARGUMENT_CASES))
+def test_the_isolated_device_answers_arguments_as_the_reference(both, case):
+    """Every argument gets the status the in-process reference gives it: no exception
+    (AttributeError, WireEncodeError, struct.error, TypeError), no silently changed
+    argument (dims truncated to ints, a deadline past 2**63 packed as -1)."""
+    statuses = {name: _ARGUMENT_CASES[case](*objects) for name, objects in both.items()}
+    assert statuses["isolated"] == statuses["reference"], case
+    assert both["isolated"][0].outcomes[Outcome.CRASH] == 0
+    assert both["isolated"][0].outcomes[Outcome.HANG] == 0
+
+
+def test_a_token_the_reference_would_not_cache_is_not_cached_nor_sent(both):
+    """The token crossed as ``bytes(token)``: an int allocated that many bytes, a
+    token past the frame limit broke the connection (a CRASH), and a 32-byte bytearray,
+    which the reference does not cache under, was cached in the child."""
+    _, n_model, n_data = both["reference"][0].get_number_of_cache_files_needed()
+    for token in (bytearray(32), bytes(33), "x" * 32, 1 << 40, memoryview(bytes(32))):
+        statuses = {}
+        for name, (device, *_) in both.items():
+            caches = [os.memfd_create("nnfuzz-test-cache") for _ in range(n_model + n_data)]
+            try:
+                model_cache, data_cache = caches[:n_model], caches[n_model:]
+                status, _ = device.prepare_model(
+                    add_model(), model_cache=model_cache, data_cache=data_cache, token=token
+                )
+                restored = device.prepare_model_from_cache(None, model_cache, data_cache, token)
+                statuses[name] = (status, restored[0], os.fstat(caches[0]).st_size)
+            finally:
+                for fd in caches:
+                    os.close(fd)
+        assert statuses["isolated"] == statuses["reference"], token
+    assert both["isolated"][0].outcomes[Outcome.CRASH] == 0
+
+
+# --- fences, timeouts, bursts ----------------------------------------------------------------
+
+
+def test_more_fences_than_descriptors_are_relayed_and_a_failed_pipe_leaks_nothing(isolated):
+    """One pipe per fence exceeded the descriptors one call can pass (INVALID_ARGUMENT
+    where the reference runs); the pipes were made before that check, and leaked when
+    ``os.pipe`` failed part way (the OSError escaped)."""
+    import resource
+
+    model = add_model()
+    pm = prepare(isolated, model)
+    fences = [SyncFence.signalled() for _ in range(300)]
+    rb = build_request(model, feeds(5))
+    status, done, info = pm.execute_fenced(rb.request, fences)
+    assert status == E.NONE and done.wait(BOUND) == E.NONE, isolated.last_error
+    assert rb.output_bytes(0) == expected(5)
+    failed = SyncFence()
+    failed.signal(error=True)
+    status, done, _ = pm.execute_fenced(_req(), [*fences, failed, SyncFence()])  # last: never
+    assert status == E.NONE and done.wait(BOUND) == E.GENERAL_FAILURE
+
+    def open_fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    request = _req()
+    before = open_fds()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (before + 8, hard))
+    try:
+        status, done, info = pm.execute_fenced(request, fences)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert (status, done, info) == (E.GENERAL_FAILURE, None, None)
+    assert "pipes" in isolated.last_error and open_fds() <= before
+    assert pm.execute_synchronously(_req())[0] == E.NONE
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        ({"timeout": float("nan")}, "timeout"),
+        ({"timeout": float("inf")}, "timeout"),
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": -1}, "timeout"),
+        ({"timeout": "5"}, "timeout"),
+        ({"start_timeout": float("nan")}, "start_timeout"),
+    ],
+)
+def test_a_timeout_must_be_finite_and_positive(kw, name):
+    """NaN made every call a HANG; infinity overflowed the watchdog's wait (a traceback
+    in its thread, then no hang detection at all)."""
+    with pytest.raises(ValueError, match=f"^{name} must be a finite number of seconds"):
+        IsolatedDevice("reference", **kw)
+    value = kw[name]
+    if not isinstance(value, str):  # in a spec, "5" is 5 seconds
+        with pytest.raises(DriverLoadError, match=f"{name} must be a finite number of seconds"):
+            load_device(f"reference@isolated:{name}={value}")
+
+
+def test_a_burst_lets_go_of_pools_the_caller_dropped(isolated):
+    """The burst's slot cache held every pool it had seen until ``free_memory``, so a
+    burst over fresh pools kept two descriptors and mappings per execution open, here
+    and in the child, until EMFILE. A collected memory now frees its slot there too, and
+    a slot is never mistaken for a new memory that reuses a dropped one's id."""
+    model = add_model()
+    pm = prepare(isolated, model)
+    status, burst = pm.configure_execution_burst()
+    assert status == E.NONE
+
+    def fds(pid):
+        return len(os.listdir(f"/proc/{pid}/fd"))
+
+    counts = []
+    for i in range(40):
+        rb = build_request(model, feeds(i))
+        assert burst.execute(rb.request)[0] == E.NONE and rb.output_bytes(0) == expected(i)
+        assert burst.cached_slots == 2
+        del rb
+        assert burst.cached_slots == 0
+        counts.append((fds(os.getpid()), fds(isolated.pid)))
+    assert counts[-1][0] <= counts[4][0] and counts[-1][1] <= counts[4][1] + 2, counts
+    kept = build_request(model, feeds(7))
+    for _ in range(3):  # a pool the caller keeps stays cached: its descriptor crosses once
+        assert burst.execute(kept.request)[0] == E.NONE
+    assert burst.cached_slots == 2 and kept.output_bytes(0) == expected(7)
