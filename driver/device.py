@@ -8,7 +8,13 @@ resource budgets. Every public method returns a HAL status; internal failures ar
 as :class:`HalError` and converted at the boundary.
 
 A feature-level variant (``ReferenceDevice(version=HalVersion.V1_1)``) validates models,
-requests and options as that HAL version would.
+requests and options as that HAL version would; the interface of that version (methods it
+lacks, the 1.3 statuses reported as GENERAL_FAILURE) is
+:class:`driver.drivers.feature_level.FeatureLevelDevice`'s part, and the registered
+``reference-1.x`` drivers combine the two — use those as a driver of that version.
+
+Priorities order the executions of the whole device (one scheduler), not per client as
+Android orders a caller's models by UID: this device has no notion of callers.
 
 Compilation caching (HAL 1.2+): one model-cache and one data-cache file
 (:mod:`driver.cache`); ``prepare_model`` with cache descriptors and a token saves the
@@ -70,7 +76,7 @@ from driver.hal.types import (
 )
 from driver.launch import FencedCallback, check_fences, launch_async, launch_fenced
 from driver.log import VLOG, vlog
-from driver.memory import pool_buffer
+from driver.memory import SUPPORTED_MEMORY_NAMES, pool_buffer
 from driver.operations import declaration
 from driver.operations.base import OperationDeclaration
 from driver.scheduler import Budget, PriorityScheduler
@@ -413,13 +419,19 @@ class ReferenceDevice:
 
 
 def _runnable(model: Model, sg, op, seen: set[int], resolve=declaration) -> bool:
-    """The reference has a kernel for ``op`` and, for IF/WHILE, for every operation of the
-    subgraphs it references, transitively (``model`` is valid, so indexes are in range).
-    ``resolve`` maps an operation type to its declaration (extensions included)."""
+    """The reference has a kernel for ``op``, can map the pools its constant inputs live
+    in and, for IF/WHILE, the same holds for every operation of the subgraphs it
+    references, transitively (``model`` is valid, so indexes are in range). ``resolve``
+    maps an operation type to its declaration (extensions included)."""
     if resolve(op.type) is None:
         return False
     for i in op.inputs:
         operand = sg.operands[i]
+        if (
+            operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE
+            and model.pools[operand.location.pool_index].name not in SUPPORTED_MEMORY_NAMES
+        ):
+            return False  # e.g. a non-BLOB hardware_buffer: preparing would fail
         if operand.lifetime != OperandLifeTime.SUBGRAPH or operand.location.offset in seen:
             continue
         seen.add(operand.location.offset)

@@ -36,6 +36,7 @@ from driver.hal.types import (
     NO_TIMING,
     ErrorStatus,
     HalError,
+    HalVersion,
     Memory,
     MemoryHandle,
 )
@@ -100,13 +101,22 @@ def rejected(e: HalError, allowed: Iterable[ErrorStatus] = (ErrorStatus.INVALID_
     raise ContractViolation(f"unexpected {e}") from e
 
 
-def check_execution(result: object, n_outputs: int, what: str) -> ErrorStatus:
-    """The HAL's rules for an execution result ``(status, output shapes, timing)``."""
+def check_execution(
+    result: object, n_outputs: int, what: str, version: HalVersion = HalVersion.V1_3
+) -> ErrorStatus:
+    """The HAL's rules for an execution result ``(status, output shapes, timing)`` of a
+    driver of HAL ``version`` (output shapes exist from 1.2; before, a status only)."""
     if not (isinstance(result, tuple) and len(result) == 3):
         raise ContractViolation(f"{what} returned {result!r}, not (status, shapes, timing)")
     status, shapes, timing = result
     check_status(status, ALL_STATUSES, what)
-    if status == ErrorStatus.NONE:
+    if version < HalVersion.V1_2:
+        if shapes:
+            raise ContractViolation(
+                f"{what}: a HAL {version.label} driver reports output shapes {shapes!r} "
+                "(they exist from 1.2)"
+            )
+    elif status == ErrorStatus.NONE:
         if len(shapes) != n_outputs:
             raise ContractViolation(
                 f"{what}: NONE with {len(shapes)} output shapes for {n_outputs} outputs"

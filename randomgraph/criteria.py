@@ -37,6 +37,8 @@ class Mismatch:
     rule: str
 
     def __str__(self) -> str:
+        if self.count < 0:  # not about elements (a shape): the rule says it all
+            return f"output {self.output}: {self.rule}"
         shown = ", ".join(f"[{i}] got {a!r} expected {e!r}" for i, a, e in self.first)
         return f"output {self.output}: {self.count}/{self.total} elements differ ({self.rule}); {shown}"
 

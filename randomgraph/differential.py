@@ -848,7 +848,8 @@ def execute_prepared(call, device, prepared, model, inputs, expected, path="sync
     sizes = [max(1, e.nbytes) for e in expected]
     main = model.main
     output_dims = None
-    if HalVersion(getattr(device, "version", HalVersion.V1_3)) < HalVersion.V1_2:
+    version = HalVersion(getattr(device, "version", HalVersion.V1_3))
+    if version < HalVersion.V1_2:
         # Before 1.2 a request must give the dims the model leaves unspecified (a driver
         # reports no output shapes): it gets the golden ones, as an app that knows them.
         output_dims = [
@@ -867,12 +868,21 @@ def execute_prepared(call, device, prepared, model, inputs, expected, path="sync
             f"execution ({path}) returned {name}{_driver_message(device)}",
             signature=f"execute:{name}",
         )
+    # From 1.2 a driver reports every output's shape (fenced executions report none).
+    must_report = version >= HalVersion.V1_2 and shapes is not None
+    if must_report and len(shapes) != len(expected):
+        return DriverRun(
+            Outcome.WRONG,
+            "output shapes",
+            f"the driver reports {len(shapes)} output shapes for {len(expected)} outputs",
+            signature="shape",
+        )
     outputs = []
     for k, want in enumerate(expected):
         operand = main.operands[main.output_indexes[k]]
         if is_scalar_type(operand.type):
             dims: tuple[int, ...] = ()
-        elif shapes and k < len(shapes) and shapes[k].dimensions:
+        elif must_report or (shapes and k < len(shapes) and shapes[k].dimensions):
             dims = tuple(int(d) for d in shapes[k].dimensions)
         else:
             dims = tuple(want.shape)

@@ -539,6 +539,26 @@ def test_unsupported_memory_name_is_general_failure(device):
     assert status in (ErrorStatus.GENERAL_FAILURE, ErrorStatus.INVALID_ARGUMENT)
 
 
+def test_an_operation_whose_constant_lives_in_an_unmappable_pool_is_unsupported(device):
+    # getSupportedOperations must tell what preparation will refuse: a constant in a
+    # (non-BLOB) hardware_buffer, which the reference does not map.
+    b = ModelBuilder()
+    x = b.add_input(F32, (2,))
+    w = b.add_constant(F32, (2,), [1.5, -1.0], by_reference=True)
+    out = b.add_output(F32, (2,))
+    b.add_operation(OperationType.ADD, [x, w, b.add_scalar(T.INT32, 0)], [out])
+    out2 = b.add_output(F32, (2,))
+    b.add_operation(OperationType.ADD, [x, x, b.add_scalar(T.INT32, 0)], [out2])
+    mappable = b.build()
+    assert device.get_supported_operations(mappable) == (ErrorStatus.NONE, [True, True])
+    pool = mappable.pools[0]
+    unmappable = dataclasses.replace(
+        mappable, pools=(dataclasses.replace(pool, name="hardware_buffer"),)
+    )
+    assert device.get_supported_operations(unmappable) == (ErrorStatus.NONE, [False, True])
+    assert device.prepare_model(unmappable) == (ErrorStatus.GENERAL_FAILURE, None)
+
+
 # --- memory domains ----------------------------------------------------------------------
 
 

@@ -213,14 +213,14 @@ class _Misbehaving(ReferenceDevice):
         status, prepared = super().prepare_model(model, *args, **kw)
         if self.mode == "execute-fails":
             prepared.execute_synchronously = lambda *a, **k: (ErrorStatus.GENERAL_FAILURE, [], None)
-        if self.mode == "wrong-shape":
+        if self.mode in ("wrong-shape", "no-shapes"):
             original = prepared.execute_synchronously
 
             def execute(*a, **k):
                 st, shapes, timing = original(*a, **k)
                 from driver.hal.types import OutputShape
 
-                return st, [OutputShape((1,), True)], timing
+                return st, [OutputShape((1,), True)] if self.mode == "wrong-shape" else [], timing
 
             prepared.execute_synchronously = execute
         return status, prepared
@@ -238,6 +238,7 @@ class _Misbehaving(ReferenceDevice):
         ("prepare-fails", Outcome.PREPARE_FAILED),
         ("execute-fails", Outcome.EXECUTE_FAILED),
         ("wrong-shape", Outcome.WRONG),
+        ("no-shapes", Outcome.WRONG),  # a 1.2+ driver must report every output's shape
         ("unsupported", Outcome.SKIPPED),
     ],
 )

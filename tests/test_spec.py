@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from driver.device import ReferenceDevice
-from driver.hal.types import HalVersion, OperandLifeTime, OperandType, OperationType
+from driver.hal.types import HalVersion, OperandLifeTime, OperandType, OperationType, OutputShape
 from fuzz.cli import main as cli_main
 from randomgraph.spec.dsl import SpecError
 from randomgraph.spec.dumper import dump_spec
@@ -556,6 +556,49 @@ def test_runner_passes_fails_and_skips(tmp_path):
     partial = ReferenceDevice(support_filter=lambda m, i: False)
     r = run_specs([good], partial).results[0]
     assert r.outcome == SKIP and "does not support ADD" in r.reason
+
+
+class _ReportsShapes(ReferenceDevice):
+    """The reference with its reported output shapes rewritten by ``rewrite``."""
+
+    def __init__(self, rewrite, **kw):
+        super().__init__(**kw)
+        self.rewrite = rewrite
+
+    def prepare_model(self, model, *args, **kw):
+        status, prepared = super().prepare_model(model, *args, **kw)
+        original = prepared.execute_synchronously
+
+        def execute(*a, **k):
+            st, shapes, timing = original(*a, **k)
+            return st, self.rewrite(shapes), timing
+
+        prepared.execute_synchronously = execute
+        return status, prepared
+
+
+@pytest.mark.parametrize(
+    "rewrite, reason",
+    [
+        (lambda shapes: [], "the driver reports 0 output shapes for 1 outputs"),
+        (
+            lambda shapes: [OutputShape((1, 2), True) for _ in shapes],
+            "output 0: reported shape [1, 2], expected [2]",
+        ),
+    ],
+    ids=["none", "wrong"],
+)
+def test_a_driver_must_report_the_shape_of_static_outputs_too(tmp_path, rewrite, reason):
+    # The bytes are right; only the reported shape is not. From HAL 1.2 on every output's
+    # shape is reported, not only the unknown ones.
+    good = spec(tmp_path, "good", ADD_SPEC)
+    results = run_specs([good], _ReportsShapes(rewrite)).results
+    assert len(results) >= 2  # every variant, the dynamic-output one included
+    assert {(r.outcome, r.reason) for r in results} == {(FAIL, reason)}
+    # Before 1.2 no shapes are reported, and none are expected.
+    old = _ReportsShapes(lambda shapes: [], version=HalVersion.V1_1)
+    v1_0 = spec(tmp_path, "good", ADD_SPEC, folder="V1_0")
+    assert {r.outcome for r in run_specs([v1_0], old).results} == {PASS}
 
 
 def test_expect_failure_passes_only_when_rejected(tmp_path):

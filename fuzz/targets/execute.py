@@ -34,6 +34,7 @@ from driver.hal.types import (
     DataLocation,
     ErrorStatus,
     HalError,
+    HalVersion,
     Memory,
     Model,
     OperandLifeTime,
@@ -208,7 +209,12 @@ def test_one_input(data: bytes) -> None:
 
 def run(source: ChoiceSource) -> None:
     """One generate-mutate-execute round, every decision drawn from ``source``."""
-    config = replace(CONFIG, num_ops=1 + source.draw(CONFIG.num_ops))
+    dev = harness.device()
+    driver_version = HalVersion(getattr(dev, "version", HalVersion.V1_3))
+    # Only models the driver's HAL version can express (a 1.2 driver given a 1.3 model
+    # rightly refuses it: that is no finding).
+    versions = tuple(v for v in CONFIG.versions if v <= driver_version)
+    config = replace(CONFIG, num_ops=1 + source.draw(CONFIG.num_ops), versions=versions)
     try:
         graph = generate_with(source, config)
     except GenerationError:
@@ -219,8 +225,7 @@ def run(source: ChoiceSource) -> None:
     rng = SourceRandom(source)
     kind = MUTATIONS[source.draw(len(MUTATIONS))]
     model, request = mutate(graph.model, request, rng, kind)
-    dev = harness.device()
-    version = getattr(dev, "version", None) or graph.version
+    version = driver_version
     try:
         validate_model(model, version)
     except HalError as e:
@@ -238,8 +243,12 @@ def run(source: ChoiceSource) -> None:
     check_status(status, allowed, f"prepare_model(valid model, mutation {kind})", dev)
     if prepared is None:
         return
-    result = prepared.execute_synchronously(request, 0, None, LOOP_TIMEOUT_NS)
-    status = check_execution(result, len(model.main.output_indexes), f"execution ({kind})")
+    # A loop timeout is a HAL 1.3 argument (so are the WHILE loops it bounds).
+    loop_timeout = LOOP_TIMEOUT_NS if driver_version >= HalVersion.V1_3 else None
+    result = prepared.execute_synchronously(request, 0, None, loop_timeout)
+    status = check_execution(
+        result, len(model.main.output_indexes), f"execution ({kind})", driver_version
+    )
     if kind == "none" and status not in _GENERATED_OUTCOMES:
         said = getattr(dev, "last_error", "")
         raise ContractViolation(

@@ -184,13 +184,21 @@ def _run(device, test: TestModel, dynamic: bool, result: TestResult) -> None:
     mobilenet_q = "mobilenet_quantized" in test.name
     multinomial = test.multinomial_tolerance > 0
     actual_all = []
+    # From 1.2 a driver reports every output's shape; before, only the data comes back.
+    must_report = device_version >= HalVersion.V1_2
+    if must_report and len(shapes) != len(out_operands):
+        result.outcome = FAIL
+        result.reason = (
+            f"the driver reports {len(shapes)} output shapes for {len(out_operands)} outputs"
+        )
+        return None
     for k, (operand, want) in enumerate(zip(out_operands, expected)):
         dims = (
             tuple(shapes[k].dimensions)
-            if k < len(shapes) and shapes[k].dimensions
+            if must_report or (k < len(shapes) and shapes[k].dimensions)
             else tuple(want.shape)
         )
-        if dynamic and tuple(dims) != tuple(want.shape):
+        if (must_report or dynamic) and tuple(dims) != tuple(want.shape):
             result.mismatches.append(
                 Mismatch(
                     k,
