@@ -18,6 +18,7 @@ timeouts and OOMs so a campaign collects all of them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -123,7 +124,9 @@ def parse_line(line: str, stats: Stats) -> bool:
     for name, rx in _FINAL.items():
         m = rx.search(line)
         if m:
-            setattr(stats, name, int(m.group(1)))
+            # In fork mode the parent's own final stats are zeros: keep the status lines'.
+            if int(m.group(1)) or not getattr(stats, name):
+                setattr(stats, name, int(m.group(1)))
             return True
     if not line.startswith("#") or "cov:" not in line:
         return False
@@ -146,6 +149,7 @@ class CampaignResult:
     stored: list[triage.Stored]
     unreproduced: list[Path]
     log: Path
+    interrupted: bool = False  # stopped by Ctrl-C, SIGTERM or SIGHUP before its time
 
     @property
     def found(self) -> bool:
@@ -206,9 +210,11 @@ def libfuzzer_args(cfg: CampaignConfig, artifacts: Path, corpus: Path) -> list[s
 
 def _run_logged(
     cmd: list[str], env: dict[str, str], log: Path, on_line: Callable[[str], None]
-) -> int:
-    """Run ``cmd`` (its own process group), teeing its output to ``log``; Ctrl-C stops
-    libFuzzer cleanly (it still prints its final stats and exits)."""
+) -> tuple[int, bool]:
+    """Run ``cmd`` (its own process group), teeing its output to ``log``: (exit status,
+    whether it was interrupted). Ctrl-C, SIGTERM or SIGHUP (a KeyboardInterrupt, see
+    :mod:`randomgraph.stopping`) stops libFuzzer cleanly: it still prints its final stats
+    and exits, and the caller gets to keep what it found."""
     with open(log, "a") as out:
         out.write(f"$ {shlex.join(cmd)}\n")
         out.flush()
@@ -223,15 +229,21 @@ def _run_logged(
             start_new_session=True,
         )
         assert proc.stdout is not None
+        interrupted = False
         try:
             for line in proc.stdout:
                 out.write(line)
                 on_line(line.rstrip("\n"))
         except KeyboardInterrupt:
-            os.killpg(proc.pid, signal.SIGINT)
+            interrupted = True
+            # SIGTERM, not SIGINT: Python turns SIGINT into a KeyboardInterrupt in the
+            # target, while libFuzzer's SIGTERM handler prints the final stats and exits.
+            with contextlib.suppress(ProcessLookupError):  # it may have just ended
+                os.killpg(proc.pid, signal.SIGTERM)
             for line in proc.stdout:
                 out.write(line)
-        return proc.wait()
+                on_line(line.rstrip("\n"))  # the final stats still count
+        return proc.wait(), interrupted
 
 
 def collect_artifacts(directory: Path) -> list[Path]:
@@ -361,14 +373,17 @@ def run_campaign(
         elif "Uncaught Python exception" in line or "ERROR: libFuzzer" in line:
             say(line.strip())
 
-    code = _run_logged(cmd, env, log, on_line)
+    code, interrupted = _run_logged(cmd, env, log, on_line)
     with open(log, "a") as out:
-        out.write(f"[nnfuzz] libFuzzer exited with status {code}\n")
+        out.write(
+            f"[nnfuzz] libFuzzer exited with status {code}"
+            + (" (interrupted)\n" if interrupted else "\n")
+        )
     seconds = time.monotonic() - started
     found = collect_artifacts(artifacts)
     stored, unreproduced = triage_artifacts(cfg, found, launcher, env, say)
     stats.corpus = max(stats.corpus, sum(1 for p in corpus.iterdir() if p.is_file()))
-    return CampaignResult(stats, code, seconds, found, stored, unreproduced, log)
+    return CampaignResult(stats, code, seconds, found, stored, unreproduced, log, interrupted)
 
 
 def merge(
@@ -398,6 +413,9 @@ def merge(
         str(into),
         *(str(s) for s in sources),
     ]
-    _run_logged(cmd, env, work / "merge.log", lambda line: None)
+    _, interrupted = _run_logged(cmd, env, work / "merge.log", lambda line: None)
+    if interrupted:
+        # libFuzzer has stopped; the merge control file lets a rerun carry on.
+        raise KeyboardInterrupt
     after = sum(1 for p in into.iterdir() if p.is_file())
     return before, after

@@ -105,7 +105,8 @@ def check_execution(
     result: object, n_outputs: int, what: str, version: HalVersion = HalVersion.V1_3
 ) -> ErrorStatus:
     """The HAL's rules for an execution result ``(status, output shapes, timing)`` of a
-    driver of HAL ``version`` (output shapes exist from 1.2; before, a status only)."""
+    driver of HAL ``version`` (output shapes and timing exist from 1.2; before, a status
+    only)."""
     if not (isinstance(result, tuple) and len(result) == 3):
         raise ContractViolation(f"{what} returned {result!r}, not (status, shapes, timing)")
     status, shapes, timing = result
@@ -115,6 +116,11 @@ def check_execution(
             raise ContractViolation(
                 f"{what}: a HAL {version.label} driver reports output shapes {shapes!r} "
                 "(they exist from 1.2)"
+            )
+        if timing != NO_TIMING:
+            raise ContractViolation(
+                f"{what}: a HAL {version.label} driver reports timing {timing!r} (measured "
+                "from 1.2)"
             )
     elif status == ErrorStatus.NONE:
         if len(shapes) != n_outputs:

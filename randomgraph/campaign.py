@@ -974,7 +974,8 @@ class _Runner:
             f"driver: {self.s.driver}; golden: {p.golden_mode or '-'}; criteria: {p.criteria}",
             f"detail: {_one_line(rec.detail)}",
             f"campaign test: {rec.id} (regenerate: {regenerate_command(group, rec.seed)})",
-            f"replay: {replay_command(spec, self.s.driver, rec.outcome, self.s.timeout)}",
+            # The path as stdout prints it: the command runs from where the campaign ran.
+            f"replay: {replay_command(self.out / spec, self.s.driver, rec.outcome, self.s.timeout)}",
         ]
         write_spec(
             self.out / spec,
@@ -1038,7 +1039,7 @@ class _Runner:
                 f"driver: {self.s.driver}; golden: {mr.golden_mode or '-'}; criteria: {mr.criteria}",
                 f"detail: {_one_line(mr.detail)}",
                 f"minimized from {f.spec} ({f.n_ops} -> {mr.n_ops} operations, {mr.checks} checks, {mr.seconds:.1f} s)",
-                f"replay: {replay_command(spec, self.s.driver, f.outcome, self.s.timeout)}",
+                f"replay: {replay_command(self.out / spec, self.s.driver, f.outcome, self.s.timeout)}",
             ]
             write_spec(
                 self.out / spec,

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from driver.builder import build_request
+from driver.hal.device import EXECUTION_PATH_SINCE
 from driver.hal.types import (
     ErrorStatus,
     HalError,
@@ -703,12 +704,7 @@ def _crash_kind(message: str) -> tuple[str, str]:
 # One run on the driver
 # ---------------------------------------------------------------------------------------
 
-PATH_SINCE = {
-    "sync": HalVersion.V1_0,  # executeSynchronously is 1.2; the runtime emulates it before
-    "async": HalVersion.V1_0,
-    "fenced": HalVersion.V1_3,
-    "burst": HalVersion.V1_2,
-}
+PATH_SINCE = EXECUTION_PATH_SINCE
 """The execution paths, and the HAL version from which a driver has each: on an older
 driver a path is skipped, not a failure (the method does not exist there)."""
 EXECUTION_PATHS = tuple(PATH_SINCE)

@@ -51,8 +51,8 @@ def write_reports(out: str | Path, settings: CampaignSettings | None = None) -> 
     timeout = settings.timeout if settings else 10.0
     html_path = out / "report.html"
     md_path = out / "summary.md"
-    html_path.write_text(render_html(state, driver, timeout), encoding="utf-8")
-    md_path.write_text(render_markdown(state, driver, timeout), encoding="utf-8")
+    html_path.write_text(render_html(state, driver, timeout, out=out), encoding="utf-8")
+    md_path.write_text(render_markdown(state, driver, timeout, out=out), encoding="utf-8")
     return html_path, md_path
 
 
@@ -64,7 +64,9 @@ def _totals(state: CampaignState) -> Counter[str]:
     return state.outcome_counts()
 
 
-def _failure_rows(state: CampaignState, driver: str, timeout: float) -> list[dict]:
+def _failure_rows(state: CampaignState, driver: str, timeout: float, out: Path) -> list[dict]:
+    """One row per distinct failure; spec paths are relative to ``out`` (the report sits
+    there), replay commands name ``out / spec`` as the campaign's stdout does."""
     rows = []
     for f in sorted(state.bugs(), key=lambda f: f.id):
         key = f.final_key
@@ -84,7 +86,7 @@ def _failure_rows(state: CampaignState, driver: str, timeout: float) -> list[dic
                 "min_ops": f.min_ops if f.minimized else None,
                 "status": f.status,
                 "detail": f.min_detail or f.detail,
-                "replay": replay_command(spec, driver, f.outcome, timeout),
+                "replay": replay_command(out / spec, driver, f.outcome, timeout),
                 "test": f.test,
             }
         )
@@ -96,7 +98,9 @@ def _failure_rows(state: CampaignState, driver: str, timeout: float) -> list[dic
 # ---------------------------------------------------------------------------------------
 
 
-def render_markdown(state: CampaignState, driver: str, timeout: float = 10.0) -> str:
+def render_markdown(
+    state: CampaignState, driver: str, timeout: float = 10.0, *, out: str | Path = "."
+) -> str:
     totals = _totals(state)
     failed = sum(n for o, n in totals.items() if Outcome(o).failed)
     lines = [
@@ -113,7 +117,7 @@ def render_markdown(state: CampaignState, driver: str, timeout: float = 10.0) ->
         "## Distinct failures",
         "",
     ]
-    rows = _failure_rows(state, driver, timeout)
+    rows = _failure_rows(state, driver, timeout, Path(out))
     if not rows:
         lines += ["None.", ""]
     for r in rows:
@@ -164,7 +168,9 @@ svg text{font:11px system-ui,sans-serif}
 """
 
 
-def render_html(state: CampaignState, driver: str, timeout: float = 10.0) -> str:
+def render_html(
+    state: CampaignState, driver: str, timeout: float = 10.0, *, out: str | Path = "."
+) -> str:
     e = html.escape
     totals = _totals(state)
     failed = sum(n for o, n in totals.items() if Outcome(o).failed)
@@ -182,7 +188,7 @@ def render_html(state: CampaignState, driver: str, timeout: float = 10.0) -> str
         )
         + "</p>",
         "<h2>Distinct failures</h2>",
-        _failures_html(state, driver, timeout),
+        _failures_html(state, driver, timeout, Path(out)),
         "<h2>Outcomes over time</h2>",
         svg_timeline(state),
         "<h2>Coverage: operation × data type</h2>",
@@ -198,9 +204,9 @@ def render_html(state: CampaignState, driver: str, timeout: float = 10.0) -> str
     return "\n".join(parts)
 
 
-def _failures_html(state: CampaignState, driver: str, timeout: float) -> str:
+def _failures_html(state: CampaignState, driver: str, timeout: float, out: Path) -> str:
     e = html.escape
-    rows = _failure_rows(state, driver, timeout)
+    rows = _failure_rows(state, driver, timeout, out)
     if not rows:
         return "<p>None.</p>"
     out = [

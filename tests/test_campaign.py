@@ -274,18 +274,22 @@ def test_a_stopped_campaign_writes_its_report_and_says_how_to_resume(tmp_path, s
     cmd = [sys.executable, "-m", "fuzz", "random", "--ops", "1", "--op", "ADD,MUL"]
     cmd += ["--seeds", "0:100000", "--jobs", "1", "--no-minimize", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # One stream, as on a terminal or in a CI log, to see the order of the lines.
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(journal_tests(out)) < 4:
         time.sleep(0.05)
     proc.send_signal(stop)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr.decode()
-    assert f"interrupted: rerun with --out {out} to resume" in stderr.decode()
-    assert b"Traceback" not in stderr
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output
+    lines = output.splitlines()
+    assert lines[-1] == f"interrupted: rerun with --out {out} to resume"  # the last line
     assert (out / "report.html").exists() and (out / "summary.md").exists()
     ran = len(journal_tests(out))
-    assert 4 <= ran < 200000 and f"{ran} tests: {ran} passed".encode() in stdout
+    assert 4 <= ran < 200000 and lines[-2].startswith(f"{ran} tests: {ran} passed")
 
 
 # ---------------------------------------------------------------------------------------
@@ -358,14 +362,31 @@ def test_reports_list_failures_with_replay_commands(tmp_path):
     assert bug.minimized in md
 
 
-def test_cli_exit_status_and_summary(tmp_path, capsys):
+def test_cli_exit_status_and_summary(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # --out relative to where the campaign runs
     args = ["random", "--ops", "1", "--op", "RESHAPE", "--seeds", "0:2", "--jobs", "0"]
-    assert nnfuzz([*args, "--out", str(tmp_path / "a")]) == 0
+    assert nnfuzz([*args, "--out", "a"]) == 0
     out = capsys.readouterr().out
     assert "2 tests: 2 passed, 0 failed" in out
-    assert nnfuzz([*args, "--driver", "planted-status", "--out", str(tmp_path / "b")]) == 1
+    assert nnfuzz([*args, "--driver", "planted-status", "--out", "b"]) == 1
     out = capsys.readouterr().out
-    assert "1 distinct failure" in out and "nnfuzz replay" in out
+    assert "1 distinct failure" in out
+    # The replay commands stdout prints are the ones the specs' headers and the report
+    # carry, and they run from here.
+    printed = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("nnfuzz replay")]
+    assert printed
+    summary = Path("b/summary.md").read_text()
+    for command in printed:
+        spec = Path(command.split()[2])
+        assert spec.parts[:2] == ("b", "failures") and spec.is_file(), command
+        assert f"# replay: {command}" in spec.read_text().splitlines()
+        assert f"`{command}`" in summary
+        assert nnfuzz(command.split()[1:]) == 1
+    capsys.readouterr()
+    # Beside each original spec, the test it holds as JSON (what minimization reads).
+    for spec in Path("b/failures").glob("*.mod.py"):
+        if not spec.name.endswith("_min.mod.py"):
+            assert spec.with_name(spec.name.replace(".mod.py", ".json")).is_file()
 
 
 def exiting_driver():

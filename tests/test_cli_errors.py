@@ -51,6 +51,14 @@ USAGE_ERRORS = [
     (["random", "--jobs", "-1"], "--jobs: must be >= 0"),
     (["random", "--jobs", "two"], "--jobs: not an integer: 'two'"),
     (["random", "--seeds", "5:3"], "empty seed range '5:3'"),
+    # Unknown names in the filters: exit 2 (1 would mean a test failed), naming the option.
+    (["random", "--op", "NOPE"], "argument --op: unknown operation 'NOPE'"),
+    (["random", "--op", "ADD,nope"], "argument --op: unknown operation 'NOPE'"),
+    (["random", "--op", ","], "argument --op: expected a comma-separated list, got ','"),
+    (["random", "--type", "NOPE"], "argument --type: unknown data type 'NOPE'"),
+    (["random", "--version", "V9"], "argument --version: unknown HAL version 'V9'"),
+    (["random", "--rank", "x"], "argument --rank: not a comma-separated list of integers"),
+    (["decode", "x", "--version", "V9"], "argument --version: unknown HAL version 'V9'"),
     (["generate", "--seeds", "abc"], "bad seed range 'abc'"),
     (["generate", "--seeds", "5:"], "--seeds 5: has no end"),
     (["generate", "--ops", "-3"], "--ops: must be >= 1, got -3"),
@@ -78,7 +86,7 @@ USAGE_ERRORS = [
 def test_bad_command_line_is_a_usage_error_naming_the_problem(files, capsys, argv, message):
     assert exit_status(argv) == 2
     err = capsys.readouterr().err
-    assert message in err
+    assert message in err.splitlines()[-1]  # after argparse's usage block, if any
     assert "Traceback" not in err
     assert not list(Path.cwd().glob("nnfuzz-random-*")), "a rejected campaign left a directory"
 
@@ -128,3 +136,35 @@ def test_an_interrupted_specs_run_keeps_the_results_that_finished(files, capsys,
     out, err = capsys.readouterr()
     assert "interrupted" in err and out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
     assert [r["outcome"] for r in json.loads(Path("results.json").read_text())] == ["passed"] * 2
+
+
+def _parsers(parser=None, prog="nnfuzz"):
+    """(prog, parser) for nnfuzz and every subcommand, nested ones too."""
+    import argparse
+
+    from fuzz.cli import build_parser
+
+    parser = parser or build_parser()
+    yield prog, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{prog} {name}")
+
+
+def _example_paths(text: str) -> list[str]:
+    import re
+
+    examples = text.split("examples:", 1)[1] if "examples:" in text else ""
+    return re.findall(r"(?<![\w/.-])((?:corpus|docs|benchmarks)/[\w./-]+)", examples)
+
+
+def test_every_file_a_help_example_names_exists():
+    # A copied example must work: placeholders like crash-1234 do not.
+    root = Path(__file__).resolve().parents[1]
+    checked = 0
+    for prog, parser in _parsers():
+        for path in _example_paths(parser.epilog or ""):
+            assert (root / path).exists(), f"`{prog} --help` names {path}, which does not exist"
+            checked += 1
+    assert checked >= 6  # the dot, decode and fuzz examples

@@ -25,6 +25,7 @@ from driver.hal.types import (
     ErrorStatus,
     ExecutionPreference,
     Extension,
+    HalVersion,
     MeasureTiming,
     Memory,
     Model,
@@ -36,6 +37,15 @@ from driver.hal.types import (
 
 ExecutionResult = tuple[ErrorStatus, list[OutputShape], Timing]
 """(status, output shapes, timing) as ``IExecutionCallback::notify_1_3`` reports them."""
+
+EXECUTION_PATH_SINCE: dict[str, HalVersion] = {
+    "sync": HalVersion.V1_0,  # executeSynchronously is 1.2; the runtime emulates it before
+    "async": HalVersion.V1_0,
+    "fenced": HalVersion.V1_3,
+    "burst": HalVersion.V1_2,
+}
+"""The execution paths, and the HAL version from which a driver has each (an older
+driver does not have the method at all)."""
 
 DEFAULT_LOOP_TIMEOUT_NS = 2_000_000_000
 MAX_LOOP_TIMEOUT_NS = 15_000_000_000

@@ -1,13 +1,16 @@
-"""argparse value types the subcommands share: an out-of-range number is a usage error
-that names the option (exit status 2), not a traceback or a run that silently does
-nothing (``--minutes -1``) or something else (``--ops -3``)."""
+"""argparse value types the subcommands share: an out-of-range number or an unknown name
+is a usage error that names the option (exit status 2), not a traceback, a run that
+silently does nothing (``--minutes -1``) or something else (``--ops -3``), nor exit
+status 1, which means a test failed."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+
+from driver.hal.types import HalVersion
 
 
 def usage_error(message: str) -> SystemExit:
@@ -57,3 +60,54 @@ def output_file(text: str) -> str:
         if not os.path.isdir(parent):
             raise argparse.ArgumentTypeError(f"{parent} is not a directory (to write {text})")
     return text
+
+
+def _items(text: str) -> list[str]:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
+    return items
+
+
+def names_of(enum: type, what: str) -> Callable[[str], tuple[str, ...]]:
+    """A comma-separated list of ``enum`` member names (any case), e.g. ``ADD,mul``."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(item.upper() for item in _items(text))
+        for name in names:
+            if name not in enum.__members__:
+                raise argparse.ArgumentTypeError(f"unknown {what} {name!r}")
+        return names
+
+    return parse
+
+
+def hal_version(text: str) -> HalVersion:
+    """A HAL version: ``V1_2``, ``1.2`` or ``12``."""
+    try:
+        return HalVersion.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def hal_versions(text: str) -> tuple[str, ...]:
+    """A comma-separated list of HAL versions (``V1_2``, ``1.2`` or ``12``), as names."""
+    return tuple(hal_version(item).name for item in _items(text))
+
+
+def integers(text: str) -> tuple[int, ...]:
+    """A comma-separated list of integers."""
+    try:
+        return tuple(int(item) for item in _items(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a comma-separated list of integers: {text!r}"
+        ) from None
+
+
+def flattened(lists: Iterable[tuple] | None) -> tuple | None:
+    """The values of a repeated list option (``action="append"``), in order, without
+    repeats; None when the option was not given."""
+    if not lists:
+        return None
+    return tuple(dict.fromkeys(v for values in lists for v in values))

@@ -17,8 +17,8 @@ spec file (.mod.py). A spec expands to several test models (variations); pick on
 -k: an exact test name, or a substring or glob that matches exactly one test.
 
 examples:
-  nnfuzz dot corpus/model/seed-0001.bin -o seed.dot && dot -Tsvg seed.dot > seed.svg
-  nnfuzz dot corpus/specs/V1_0/add.mod.py -k add_relaxed
+  nnfuzz dot corpus/model/seed-abs_float32 -o seed.dot && dot -Tsvg seed.dot > seed.svg
+  nnfuzz dot corpus/specs/V1_3/if_select_branch.mod.py -k if_select_branch_then
 """
 
 

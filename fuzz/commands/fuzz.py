@@ -11,6 +11,7 @@ from fuzz.commands.arguments import at_least, duration
 EXIT_OK = 0
 EXIT_FOUND = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP, as every nnfuzz command
 
 EPILOG = """\
 targets (fuzz/targets/, docs/fuzzing.md):
@@ -28,9 +29,11 @@ innermost project frames), minimizes and stores one reproducer per new signature
 corpus/crashes/TARGET/ (with a .json record), and prints a triage summary.
 
 exit status:
-  0  nothing found (--regress: every input replays cleanly)
-  1  findings (--regress: some input crashes, hangs or runs out of memory)
-  2  bad arguments
+  0    nothing found (--regress: every input replays cleanly)
+  1    findings (--regress: some input crashes, hangs or runs out of memory)
+  2    bad arguments
+  130  stopped by Ctrl-C, SIGTERM or SIGHUP before finding anything (the summary,
+       triage and corpus are kept)
 
 examples:
   nnfuzz fuzz model --time 600 --rss-limit-mb 2048 --timeout 5
@@ -59,13 +62,22 @@ def register(sub) -> None:
         help="seconds to fuzz (default 60; 0: no limit)",
     )
     p.add_argument(
-        "--jobs", type=at_least(1), default=1, help="parallel fuzzing processes (libFuzzer -fork)"
+        "--jobs",
+        type=at_least(1),
+        default=1,
+        help="parallel fuzzing processes (libFuzzer -fork when > 1; default 1)",
     )
     p.add_argument(
-        "--rss-limit-mb", type=at_least(1), default=2048, help="memory limit per input (MB)"
+        "--rss-limit-mb",
+        type=at_least(1),
+        default=2048,
+        help="memory limit per input, MB (default 2048)",
     )
     p.add_argument(
-        "--timeout", type=at_least(1), default=5, help="seconds per input before it is a hang"
+        "--timeout",
+        type=at_least(1),
+        default=5,
+        help="seconds per input before it is a hang (default 5)",
     )
     p.add_argument(
         "--max-len", type=at_least(1), help="largest input (default: the target's MAX_LEN)"
@@ -77,7 +89,12 @@ def register(sub) -> None:
     )
     p.add_argument("--seed", type=int, help="libFuzzer random seed")
     p.add_argument("--no-minimize", action="store_true", help="store reproducers as found")
-    p.add_argument("--minimize-time", type=at_least(0), default=30, help="seconds to minimize each")
+    p.add_argument(
+        "--minimize-time",
+        type=at_least(0),
+        default=30,
+        help="seconds to minimize each new reproducer (default 30)",
+    )
     p.add_argument(
         "--regress",
         nargs="*",
@@ -173,7 +190,16 @@ def campaign(args) -> int:
         f"cov {s.cov}, ft {s.ft}, corpus {s.corpus} inputs, peak rss {s.rss_mb} MB"
     )
     print(f"corpus: {cfg.work / 'corpus'} (merge into corpus/{args.target} with --merge)")
-    return print_triage(result, cfg)
+    code = print_triage(result, cfg)
+    if result.interrupted:
+        sys.stdout.flush()  # the hint on stderr stays the last line
+        print(
+            "interrupted: the corpus is kept; a rerun with the same --work starts from it",
+            file=sys.stderr,
+        )
+        # Findings outrank the interruption, as in `nnfuzz random`.
+        return code if code == EXIT_FOUND else EXIT_INTERRUPTED
+    return code
 
 
 class _StatusLine:

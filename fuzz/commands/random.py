@@ -7,8 +7,15 @@ import os
 import sys
 from pathlib import Path
 
-from driver.hal.types import HalVersion, OperandType, OperationType
-from fuzz.commands.arguments import at_least, duration
+from driver.hal.types import OperandType, OperationType
+from fuzz.commands.arguments import (
+    at_least,
+    duration,
+    flattened,
+    hal_versions,
+    integers,
+    names_of,
+)
 from fuzz.commands.specs import add_driver_option, open_device
 from fuzz.progress import Progress
 
@@ -19,42 +26,6 @@ PRESET_HELP = (
     "requantizing operations under the strict criteria); 'all' (android + rounding; the "
     "default unless --ops is given)"
 )
-
-
-def _names(values: list[str] | None, enum, what: str) -> tuple[str, ...] | None:
-    if not values:
-        return None
-    out = []
-    for v in values:
-        for name in v.split(","):
-            name = name.strip().upper()
-            if not name:
-                continue
-            if name not in enum.__members__:
-                raise SystemExit(f"nnfuzz: unknown {what} {name!r}")
-            out.append(name)
-    return tuple(dict.fromkeys(out))
-
-
-def _versions(values: list[str] | None) -> tuple[str, ...] | None:
-    if not values:
-        return None
-    try:
-        return tuple(
-            dict.fromkeys(HalVersion.parse(x).name for v in values for x in v.split(",") if x)
-        )
-    except ValueError as e:
-        raise SystemExit(f"nnfuzz: {e}") from None
-
-
-def _ranks(values: list[str] | None) -> tuple[int, ...] | None:
-    if not values:
-        return None
-    try:
-        ranks = tuple(sorted({int(x) for v in values for x in v.split(",") if x}))
-    except ValueError:
-        raise SystemExit("nnfuzz: --rank takes integers") from None
-    return ranks
 
 
 def register(sub) -> None:
@@ -81,13 +52,30 @@ def register(sub) -> None:
     p.add_argument("--ops", type=at_least(1), help="operations per graph (a custom campaign)")
     p.add_argument("--dims", type=at_least(1), help="largest dimension (default: the preset's)")
     p.add_argument("--minutes", type=duration(), help="stop starting tests after M minutes")
-    p.add_argument("--op", action="append", metavar="NAMES", help="only these operations")
+    # Comma-separated or repeated; an unknown name is a usage error naming the option.
     p.add_argument(
-        "--type", action="append", metavar="NAMES", help="only signatures using these data types"
+        "--op",
+        action="append",
+        type=names_of(OperationType, "operation"),
+        metavar="NAMES",
+        help="only these operations",
     )
-    p.add_argument("--rank", action="append", metavar="N", help="only these primary ranks")
     p.add_argument(
-        "--version", action="append", metavar="V", help="only these HAL versions (V1_0..V1_3)"
+        "--type",
+        action="append",
+        type=names_of(OperandType, "data type"),
+        metavar="NAMES",
+        help="only signatures using these data types",
+    )
+    p.add_argument(
+        "--rank", action="append", type=integers, metavar="N", help="only these primary ranks"
+    )
+    p.add_argument(
+        "--version",
+        action="append",
+        type=hal_versions,
+        metavar="V",
+        help="only these HAL versions (V1_0..V1_3)",
     )
     add_driver_option(p)
     p.add_argument(
@@ -154,14 +142,22 @@ def register(sub) -> None:
     mz.add_argument("spec", help="a .mod.py spec file")
     add_driver_option(mz)
     mz.add_argument("--out", help="file (one test) or directory for the minimized spec(s)")
-    mz.add_argument("--golden", choices=GOLDEN_MODES, default="auto")
+    mz.add_argument(
+        "--golden",
+        choices=GOLDEN_MODES,
+        default="auto",
+        help="golden results, as for nnfuzz random (default auto: a single quantized "
+        "operation runs in float32, requantized)",
+    )
     mz.add_argument(
         "--criteria",
         choices=(*CRITERIA_NAMES, "auto"),
         help="criteria (default: the spec's '# nnfuzz-criteria:' line, else the spec-file "
         "criteria 'generated'; 'auto' picks per operation or by graph size)",
     )
-    mz.add_argument("--timeout", type=duration(), default=10.0, help="watchdog per driver run (s)")
+    mz.add_argument(
+        "--timeout", type=duration(), default=10.0, help="watchdog per driver run, s (default 10)"
+    )
     mz.add_argument("--seconds", type=duration(), default=60.0, help="budget per test (default 60)")
     mz.add_argument(
         "--check", action="store_true", help="only check: exit 1 if a test fails, else 0"
@@ -198,10 +194,10 @@ def cmd_random(args: argparse.Namespace) -> int:
     driver = f"partitioned:{args.driver}" if args.partition else args.driver
     open_device(driver)  # a bad --driver fails here, with the registry's message
     filters = Filters(
-        operations=_names(args.op, OperationType, "operation"),
-        data_types=_names(args.type, OperandType, "data type"),
-        ranks=_ranks(args.rank),
-        versions=_versions(args.version),
+        operations=flattened(args.op),
+        data_types=flattened(args.type),
+        ranks=tuple(sorted(flattened(args.rank))) if args.rank else None,
+        versions=flattened(args.version),
     )
     preset = "custom" if args.ops else (args.preset or "all")
     if args.ops and args.preset:
@@ -264,12 +260,13 @@ def cmd_random(args: argparse.Namespace) -> int:
             )
     failed = sum(n for o, n in counts.items() if Outcome(o).failed)
     print(f"\nreport: {summary.report}  summary: {summary.markdown}")
-    if summary.interrupted:
-        print(f"interrupted: rerun with --out {out} to resume", file=sys.stderr)
     print(
         f"{sum(counts.values())} tests: {counts.get('pass', 0)} passed, {failed} failed, "
-        f"{counts.get('skipped', 0)} skipped; {len(bugs)} distinct failures"
+        f"{counts.get('skipped', 0)} skipped; {len(bugs)} distinct failures",
+        flush=True,  # before the hint on stderr, which must stay the last line
     )
+    if summary.interrupted:
+        print(f"interrupted: rerun with --out {out} to resume", file=sys.stderr)
     code = 1 if summary.failed else (130 if summary.interrupted else 0)
     if args.jobs == 0 and counts.get(Outcome.HANG.value):
         # A hung in-process driver call is abandoned on a thread that may keep the

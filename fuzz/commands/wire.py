@@ -34,6 +34,7 @@ from driver.hal.types import (
     operand_type_name,
     operation_type_name,
 )
+from fuzz.commands.arguments import hal_version
 
 EXIT_OK = 0
 EXIT_DECODE_ERROR = 1
@@ -61,10 +62,10 @@ exit status:
   {EXIT_CRASH}  validation raised an exception instead of returning a status (a driver bug)
 
 examples:
-  nnfuzz decode crash-1234
-  nnfuzz decode corpus/crashes/request/crash-5678 --validate
-  nnfuzz decode model.nnw --validate --version V1_2
-  nnfuzz decode request.nnw --validate --model model.nnw"""
+  nnfuzz decode corpus/crashes/model/crash-cb8425a2faa4
+  nnfuzz decode corpus/crashes/model/crash-6c9004a192ce --validate
+  nnfuzz decode corpus/model/seed-abs_float32 --validate --version V1_2
+  nnfuzz decode corpus/request/seed-add_dynamic-sync --validate"""
 
 
 def register(sub) -> None:
@@ -86,7 +87,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--version",
-        type=HalVersion.parse,
+        type=hal_version,
         default=HalVersion.V1_3,
         metavar="V1_x",
         help="HAL version to validate against: V1_0, V1_1, V1_2 or V1_3 (default V1_3)",

@@ -12,10 +12,15 @@ Input layout: ``selector (1 byte) | REQUEST message | pool bytes (the rest)``.
   is fuzzed too. A pool declaring more than 64 KiB is left for validation to reject.
 
 Loops get a 2 ms timeout, so a WHILE whose trip count comes from the data ends quickly.
+A deadline and a loop timeout are HAL 1.3 arguments: a driver of an older version (its
+``version``) gets neither, as the runtime would send it, so its validation is reached.
 
 Allowed outcomes: a decode error; any status, provided the result follows the HAL's rules
-(:func:`fuzz.harness.check_execution`) and a request that ``validate_request`` rejects is
-rejected with INVALID_ARGUMENT on every path.
+for the driver's version (:func:`fuzz.harness.check_execution`; no output shapes before
+HAL 1.2) and a request that ``validate_request`` rejects is rejected with
+INVALID_ARGUMENT — or, on a path the driver's version does not have (bursts before 1.2,
+``executeFenced`` before 1.3, :data:`driver.hal.device.EXECUTION_PATH_SINCE`), GENERAL_FAILURE: the method does not
+exist, so the request never reaches validation (docs/drivers.md, "Feature levels").
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 
 from driver import wire
 from driver.device import CollectingCallback
+from driver.hal.device import EXECUTION_PATH_SINCE
 from driver.hal.types import NO_TIMING, ErrorStatus, HalError, HalVersion, Model
 from driver.validation import validate_request
 from fuzz import harness
@@ -36,23 +42,24 @@ from fuzz.mutators import mutate_request_bytes
 MAX_LEN = 4096
 LOOP_TIMEOUT_NS = 2_000_000
 PATHS = ("sync", "async", "burst", "fenced")
-
 _POOLS = harness.HarnessPools()
-_PREPARED: list[tuple[Model, object | None]] | None = None
+_PREPARED: dict[str, list[tuple[Model, object | None]]] = {}
 
 
 def prepared_fixtures() -> list[tuple[Model, object | None]]:
-    """(model, prepared model or None if the device refused it), prepared once."""
-    global _PREPARED
-    if _PREPARED is None:
+    """(model, prepared model or None if the device refused it), prepared once per
+    driver (a replay in one process may switch ``NNFUZZ_DRIVER``)."""
+    name = harness.driver_name()
+    if name not in _PREPARED:
         from fuzz.fixtures import fixture_models
 
         dev = harness.device()
-        _PREPARED = []
+        prepared_models = []
         for _, model in fixture_models():
             status, prepared = dev.prepare_model(model)
-            _PREPARED.append((model, prepared if status == ErrorStatus.NONE else None))
-    return _PREPARED
+            prepared_models.append((model, prepared if status == ErrorStatus.NONE else None))
+        _PREPARED[name] = prepared_models
+    return _PREPARED[name]
 
 
 @dataclass(frozen=True)
@@ -85,13 +92,20 @@ def split_input(data: bytes) -> tuple[int, bytes, bytes] | None:
     return data[0], data[1:end], data[end:]
 
 
-def execute(prepared, request, path: str, measure: int, deadline: int | None):
+def execute(
+    prepared,
+    request,
+    path: str,
+    measure: int,
+    deadline: int | None,
+    loop_timeout: int | None = LOOP_TIMEOUT_NS,
+):
     """Run ``request`` on one execution path; the (status, shapes, timing) it ends in."""
     if path == "sync":
-        return prepared.execute_synchronously(request, measure, deadline, LOOP_TIMEOUT_NS)
+        return prepared.execute_synchronously(request, measure, deadline, loop_timeout)
     if path == "async":
         cb = CollectingCallback()
-        launch = prepared.execute(request, measure, deadline, LOOP_TIMEOUT_NS, cb)
+        launch = prepared.execute(request, measure, deadline, loop_timeout, cb)
         result = cb.wait(30)
         check_status(launch, harness.ALL_STATUSES, "execute (launch)")
         if launch != ErrorStatus.NONE and result[0] != launch:
@@ -104,10 +118,8 @@ def execute(prepared, request, path: str, measure: int, deadline: int | None):
         check_status(status, harness.ALL_STATUSES, "configure_execution_burst")
         if burst is None:
             return status, [], NO_TIMING
-        return burst.execute(request, measure, deadline, LOOP_TIMEOUT_NS)
-    status, fence, callback = prepared.execute_fenced(
-        request, [], measure, deadline, LOOP_TIMEOUT_NS
-    )
+        return burst.execute(request, measure, deadline, loop_timeout)
+    status, fence, callback = prepared.execute_fenced(request, [], measure, deadline, loop_timeout)
     check_status(status, harness.ALL_STATUSES, "execute_fenced (launch)")
     if status != ErrorStatus.NONE:
         return status, [], NO_TIMING
@@ -135,7 +147,7 @@ def test_one_input(data: bytes) -> None:
     except wire.WireDecodeError:
         return
     _POOLS.fill(pool_bytes)
-    version = getattr(harness.device(), "version", HalVersion.V1_3)
+    version = HalVersion(getattr(harness.device(), "version", HalVersion.V1_3))
     try:
         validate_request(model, request, version)
         valid = True
@@ -143,15 +155,23 @@ def test_one_input(data: bytes) -> None:
         harness.rejected(e)
         valid = False
     path = chosen.path
-    deadline = time.monotonic_ns() - 1 if chosen.past_deadline else None
-    result = execute(prepared, request, path, int(chosen.measure), deadline)
+    qos = version >= HalVersion.V1_3  # deadlines and loop timeouts are HAL 1.3 arguments
+    deadline = time.monotonic_ns() - 1 if chosen.past_deadline and qos else None
+    loop_timeout = LOOP_TIMEOUT_NS if qos else None
+    result = execute(prepared, request, path, int(chosen.measure), deadline, loop_timeout)
     if path == "fenced":  # no output shapes on this path; status and timing are checked
         status = result[0]
     else:
-        status = check_execution(result, len(model.main.output_indexes), f"{path} execution")
-    if not valid and status != ErrorStatus.INVALID_ARGUMENT:
+        status = check_execution(
+            result, len(model.main.output_indexes), f"{path} execution", version
+        )
+    allowed = {ErrorStatus.INVALID_ARGUMENT}
+    if version < EXECUTION_PATH_SINCE[path]:
+        allowed.add(ErrorStatus.GENERAL_FAILURE)  # the method does not exist at this version
+    if not valid and status not in allowed:
         raise ContractViolation(
-            f"validate_request rejects the request but the {path} execution returned {status.name}"
+            f"validate_request rejects the request but the {path} execution returned "
+            f"{status.name} (HAL {version.label} allows {', '.join(sorted(s.name for s in allowed))})"
         )
 
 
