@@ -84,11 +84,10 @@ from driver.sync import SyncFence
 from driver.validation import (
     validate_deadline,
     validate_duration,
+    validate_execution,
     validate_execution_preference,
     validate_model,
     validate_priority,
-    validate_request,
-    validate_timing_arguments,
 )
 
 SupportFilter = Callable[[Model, int], bool]
@@ -565,13 +564,16 @@ class ReferencePreparedModel:
         loop_timeout: int | None,
         fenced: bool,
     ) -> tuple[MeasureTiming, int | None, int | None]:
-        """Validates an execution's arguments (raises INVALID_ARGUMENT); ``executeFenced``
-        needs every output's dimensions."""
-        checked = validate_timing_arguments(measure, deadline, loop_timeout)
-        validate_request(
-            self.model, request, self.device.config.version, allow_unspecified_output=not fenced
+        """Validates an execution's arguments (raises INVALID_ARGUMENT)."""
+        return validate_execution(
+            self.model,
+            request,
+            self.device.config.version,
+            measure,
+            deadline,
+            loop_timeout,
+            fenced=fenced,
         )
-        return checked
 
     def _check_buffer_uses(self, request: Request) -> list[DriverBuffer]:
         """Memory-domain rules: a buffer may be read by several inputs, but not written

@@ -1129,34 +1129,14 @@ class IsolatedPreparedModel(_Remote):
         """``executeFenced`` in the child. The caller's fences are waited for here and
         relayed to the child over pipes (one byte: signalled or failed); the returned
         fence is this process's own, signalled when the child reports completion."""
-        from driver.device import FencedCallback
+        from driver.launch import FencedCallback, check_fences
         from driver.sync import SyncFence
 
         device, child = self._device, self._child
-        if isinstance(wait_for, (str, bytes)) or not isinstance(wait_for, Sequence):
-            return (
-                device._refuse(
-                    ErrorStatus.INVALID_ARGUMENT,
-                    f"wait_for must be a sequence of sync fences, got {type(wait_for).__name__}",
-                ),
-                None,
-                None,
-            )
-        for k, f in enumerate(wait_for):
-            bad = not callable(getattr(f, "wait", None)) or not callable(getattr(f, "fileno", None))
-            if not bad:
-                try:
-                    os.fstat(f.fileno())
-                except (OSError, TypeError, ValueError, OverflowError):
-                    bad = True
-            if bad:
-                return (
-                    device._refuse(
-                        ErrorStatus.INVALID_ARGUMENT, f"wait_for[{k}] is not a sync fence"
-                    ),
-                    None,
-                    None,
-                )
+        try:
+            check_fences(wait_for)
+        except HalError as e:
+            return device._refuse(e.status, e.message), None, None
         enc = self._checked(
             request, deadline, loop_timeout, timeout_after_fence=timeout_after_fence
         )

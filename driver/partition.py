@@ -742,10 +742,11 @@ class PartitionedPreparedModel:
         loop_timeout: int | None,
         fenced: bool,
     ) -> None:
-        from driver.validation import validate_request, validate_timing_arguments
+        from driver.validation import validate_execution
 
-        validate_timing_arguments(measure, deadline, loop_timeout)
-        validate_request(self.model, request, HalVersion.V1_3, allow_unspecified_output=not fenced)
+        validate_execution(
+            self.model, request, HalVersion.V1_3, measure, deadline, loop_timeout, fenced=fenced
+        )
         for k, pool in enumerate(request.pools):
             if isinstance(pool, BufferToken):
                 raise HalError(

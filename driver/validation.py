@@ -1377,19 +1377,14 @@ def validate_deadline(deadline: Any) -> int | None:
     int in ``[0, 2**64)`` nanoseconds, like HAL 1.3's ``OptionalTimePoint`` on the steady
     clock. Whether it has already passed is the caller's business (that is
     MISSED_DEADLINE_PERSISTENT, not a malformed argument)."""
-    if deadline is None:
-        return None
-    if isinstance(deadline, bool) or not isinstance(deadline, int):
-        raise _invalid(f"deadline must be None or int nanoseconds, got {deadline!r}")
-    if not 0 <= deadline <= UINT64_MAX:
-        raise _invalid(f"deadline {deadline} is not in [0, 2^64) nanoseconds")
-    return deadline
+    return validate_duration(deadline, "deadline")
 
 
 def validate_duration(duration: Any, what: str) -> int | None:
     """A duration (``what``: the loop timeout, the timeout after the fences) is ``None``
     (the default) or int nanoseconds in ``[0, 2**64)``, like HAL 1.3's
-    ``OptionalTimeoutDuration``."""
+    ``OptionalTimeoutDuration`` (and a deadline's time point, see
+    :func:`validate_deadline`)."""
     if duration is None:
         return None
     if isinstance(duration, bool) or not isinstance(duration, int):
@@ -1406,15 +1401,26 @@ def validate_measure(measure: Any) -> MeasureTiming:
     return MeasureTiming(measure)
 
 
-def validate_timing_arguments(
-    measure: Any, deadline: Any, loop_timeout: Any
+def validate_execution(
+    model: Model,
+    request: Request,
+    version: HalVersion,
+    measure: Any,
+    deadline: Any,
+    loop_timeout: Any,
+    *,
+    fenced: bool = False,
 ) -> tuple[MeasureTiming, int | None, int | None]:
-    """The timing arguments every execution takes: (measure, deadline, loop timeout)."""
-    return (
+    """Raise INVALID_ARGUMENT unless an execution of ``model`` (valid) with these
+    arguments is valid at HAL ``version`` (``fenced``: ``executeFenced``, which needs every
+    output's dimensions); returns (measure, deadline, loop timeout) checked."""
+    checked = (
         validate_measure(measure),
         validate_deadline(deadline),
         validate_duration(loop_timeout, "loop timeout"),
     )
+    validate_request(model, request, version, allow_unspecified_output=not fenced)
+    return checked
 
 
 # ---------------------------------------------------------------------------------------
@@ -1534,6 +1540,7 @@ __all__ = [
     "validate_buffer_desc_and_roles",
     "validate_deadline",
     "validate_duration",
+    "validate_execution",
     "validate_execution_inputs",
     "validate_execution_preference",
     "validate_measure",
@@ -1542,5 +1549,4 @@ __all__ = [
     "validate_operations",
     "validate_priority",
     "validate_request",
-    "validate_timing_arguments",
 ]
