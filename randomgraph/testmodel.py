@@ -2,9 +2,10 @@
 
 This is the exchange form between spec files (loaded or dumped), the random-graph
 generator, the runner and the differential checker. Its JSON layout is the one Android's
-expanded CTS test models use (see ``docs/spec-json.md``): per operand ``data`` holds the
+expanded CTS test models use (``nnfuzz specs expand --json`` writes it): per operand ``data`` holds the
 constant value, the example input (SUBGRAPH_INPUT of the main subgraph) or the expected
-output (SUBGRAPH_OUTPUT), as a flat row-major list in the operand's own type.
+output (SUBGRAPH_OUTPUT), as a flat row-major list in the operand's own type. An ignored
+output loaded from a spec has no data (Android writes zeros that nothing reads).
 """
 
 from __future__ import annotations
@@ -47,8 +48,11 @@ class TestOperand:
     data: list = field(default_factory=list)
 
     def array(self) -> np.ndarray:
-        """``data`` in the operand's storage dtype and shape."""
+        """``data`` in the operand's storage dtype and shape; zeros for an ignored output
+        given no data (a spec's ignored outputs carry none: nothing compares them)."""
         dims = () if is_scalar_type(self.type) else tuple(self.dimensions)
+        if self.is_ignored and not self.data:
+            return np.zeros(dims, dtype=storage_dtype(self.type))  # lazily zeroed pages
         return np.asarray(self.data, dtype=storage_dtype(self.type)).reshape(dims)
 
 

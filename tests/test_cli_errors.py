@@ -3,6 +3,7 @@ every ``nnfuzz`` command — never a traceback; a run that found nothing to do s
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,21 @@ def files(tmp_path, monkeypatch):
     Path("binary.mod.py").write_bytes(b"\x7b\xd4\x70\x52\x00\xff")
     Path("empty.mod.py").write_text("# no model, no example\n")
     Path("broken.mod.py").write_text("model = Model(\n")
+    Path("exits.mod.py").write_text("import sys\nsys.exit(0)\n")
+    Path("badvalue.mod.py").write_text(ABS_SPEC.format(example="{i: ['a', 'b'], o: [1.0, 2.0]}"))
+    Path("invalid.mod.py").write_text(ABS_SPEC.format(example=GOOD_EXAMPLE).replace("ABS", "ADD"))
+    Path("corrupt.bin").write_bytes(b"NNFX\x00\x01\x00\x00")
     return tmp_path
+
+
+# One ABS operation (so ADD in its place lacks inputs); the Example is on line 5.
+ABS_SPEC = """model = Model()
+i = Input("i", "TENSOR_FLOAT32", "{{2}}")
+o = Output("o", "TENSOR_FLOAT32", "{{2}}")
+model.Operation("ABS", i).To(o)
+Example({example})
+"""
+GOOD_EXAMPLE = "{i: [1.0, -2.0], o: [1.0, 2.0]}"
 
 
 def exit_status(argv: list[str]) -> int:
@@ -40,6 +55,31 @@ USAGE_ERRORS = [
     (["replay", str(CORPUS_SPEC), "-k", "zzz"], "matches -k 'zzz'"),
     (["replay", str(CORPUS_SPEC), "--max-elements", "-1"], "--max-elements: must be >= 1"),
     (["dot", "binary.mod.py"], "not a spec file"),
+    # A spec that cannot be loaded: one line naming file, line and problem, exit 2 —
+    # also when it calls sys.exit (that ended nnfuzz with status 0) or its Example values
+    # are wrong (a traceback after the spec had run).
+    *[
+        (argv, message)
+        for spec, message in [
+            ("exits.mod.py", "exits.mod.py:2: the spec called sys.exit(0)"),
+            (
+                "badvalue.mod.py",
+                "badvalue.mod.py:5: Example: operand i (TENSOR_FLOAT32): value 'a'",
+            ),
+        ]
+        for argv in [
+            ["replay", spec],
+            ["dot", spec],
+            ["minimize", spec],
+            ["specs", "expand", spec, "--json", "-"],
+        ]
+    ],
+    (["specs", "expand", "broken.mod.py", "--json", "x.json"], "broken.mod.py:1: syntax error"),
+    # dot runs only *.mod.py as a spec: another file must be a wire model.
+    (["dot", "corrupt.bin"], "corrupt.bin: not a wire model (bad magic b'NNFX', expected"),
+    (["dot", "empty.mod.py"], "empty.mod.py: the spec defines no tests (no Example)"),
+    # The reference rejects the spec's model: the spec's fault, nothing to minimize.
+    (["minimize", "invalid.mod.py"], "2 tests of invalid.mod.py are invalid models"),
     (["minimize", "binary.mod.py"], "not a spec file"),
     (["minimize", "missing.mod.py"], "cannot read: No such file"),
     (["minimize", str(CORPUS_SPEC), "--seconds", "0"], "--seconds: must be a finite number > 0"),
@@ -109,6 +149,54 @@ def test_specs_run_counts_an_unreadable_spec_as_a_failed_test(files, capsys):
     assert "0 passed, 2 failed, 0 skipped" in out
 
 
+def test_specs_run_goes_on_past_specs_that_cannot_be_loaded(files, capsys):
+    # A spec calling sys.exit ended the whole run with status 0; one with bad example
+    # values stopped it with a traceback. Now each is one failed test with its reason,
+    # and the later specs run, the summary is printed and --json written.
+    Path("specs").mkdir()
+    for name, text in [
+        ("a_ok", ABS_SPEC.format(example=GOOD_EXAMPLE)),
+        ("b_exit", Path("exits.mod.py").read_text()),
+        ("c_bad", Path("badvalue.mod.py").read_text()),
+        ("d_invalid", Path("invalid.mod.py").read_text()),
+        ("e_ok", ABS_SPEC.format(example=GOOD_EXAMPLE)),
+    ]:
+        Path("specs", f"{name}.mod.py").write_text(text)
+    assert exit_status(["specs", "run", "specs", "--json", "results.json"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "8 passed, 4 failed, 0 skipped"
+    failed = [line for line in out if line.startswith("FAILED")]
+    assert any(
+        "b_exit.mod.py: cannot load spec: " in f and ":2: the spec called" in f for f in failed
+    )
+    assert any("c_bad.mod.py: cannot load spec: " in f and "value 'a' is not" in f for f in failed)
+    invalid = [f for f in failed if f.startswith("FAILED d_invalid")]
+    assert len(invalid) == 2 and all(
+        "spec error: the model is invalid: main subgraph, operation" in f
+        and "no signature of ADD takes inputs (TENSOR_FLOAT32)" in f
+        for f in invalid
+    )  # not "getSupportedOperations returned INVALID_ARGUMENT": not the driver's fault
+    results = json.loads(Path("results.json").read_text())
+    assert [r["outcome"] for r in results].count("passed") == 8 and len(results) == 12
+
+
+def test_specs_expand_writes_nothing_when_no_spec_loads(files, capsys):
+    assert exit_status(["specs", "expand", "broken.mod.py", "--json", "x.json"]) == 2
+    assert not Path("x.json").exists()
+    assert "test models" not in capsys.readouterr().out
+    # With one spec that loads, it is written, and the status still says one failed.
+    argv = ["specs", "expand", "broken.mod.py", str(CORPUS_SPEC), "--json", "x.json"]
+    assert exit_status(argv) == 2
+    assert list(json.loads(Path("x.json").read_text())) == [str(CORPUS_SPEC)]
+    assert "(1 spec files could not be loaded)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["dot", "replay", "minimize"])
+def test_help_says_spec_files_are_executed(capsys, command):
+    assert exit_status([command, "--help"]) == 0
+    assert "trusted Python: it is executed" in " ".join(capsys.readouterr().out.split())
+
+
 def test_regress_replays_a_file_named_relative_to_the_callers_directory(files, capsys):
     # The replay workers run in the project root: a relative path must still be found.
     Path("input.bin").write_bytes(b"NNFW not really a model")
@@ -117,8 +205,6 @@ def test_regress_replays_a_file_named_relative_to_the_callers_directory(files, c
 
 
 def test_an_interrupted_specs_run_keeps_the_results_that_finished(files, capsys, monkeypatch):
-    import json
-
     from randomgraph.spec import runner
 
     real = runner.run_test_model

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,10 @@ from hypothesis import strategies as st
 from driver.device import ReferenceDevice
 from driver.hal.types import HalVersion, OperandLifeTime, OperandType, OperationType, OutputShape
 from fuzz.cli import main as cli_main
-from randomgraph.spec.dsl import SpecError
+from randomgraph.spec import dsl
+from randomgraph.spec.dsl import SpecError, UniqueNames
 from randomgraph.spec.dumper import dump_spec
-from randomgraph.spec.loader import load_spec
+from randomgraph.spec.loader import MAX_TESTS_PER_SPEC, load_spec
 from randomgraph.spec.runner import FAIL, PASS, SKIP, run_specs, run_test_model
 from randomgraph.testmodel import TestModel, TestOperand, TestOperation, TestSubgraph
 from tests.operations.examples import all_examples
@@ -345,33 +347,329 @@ def test_control_flow_spec_with_referenced_models(tmp_path):
 # --- loader errors name file and line ---------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "body, line, message",
-    [
-        ("model = Model()\nx = (\n", 2, "syntax error"),
-        (
-            'model = Model()\na = Input("a", "TENSOR_FLOAT32", "{1}")\nout = Output("o", "TENSOR_FLOAT32", "{1}")\n'
-            'model.Operation("NO_SUCH_OP", a).To(out)\nExample({a: [1.0], out: [1.0]})\n',
-            4,
-            "unknown operation 'NO_SUCH_OP'",
+def _abs_spec(
+    example: str,
+    type_text: str = '"TENSOR_FLOAT32", "{2}"',
+    to: str = "o",
+    op: str = '"ABS", i',
+) -> str:
+    """A one-operation spec: the model on lines 1-4, ``example`` on line 5."""
+    return (
+        f"model = Model()\ni = Input('i', {type_text})\no = Output('o', {type_text})\n"
+        f"model.Operation({op}).To({to})\n{example}\n"
+    )
+
+
+OK_EXAMPLE = "Example({i: [1.0, 2.0], o: [1.0, 2.0]})"
+INT32 = '"TENSOR_INT32", "{2}"'
+
+# (spec text, line, what the message says). Every failure while loading or expanding a
+# spec is a SpecError naming file and line: the Example's when its values are wrong.
+LOADER_ERRORS = [
+    ("model = Model()\nx = (\n", 2, "syntax error"),
+    (_abs_spec(OK_EXAMPLE, op='"NO_SUCH_OP", i'), 4, "unknown operation 'NO_SUCH_OP'"),
+    (
+        _abs_spec("Example({i: [1.0, 2.0, 3.0], o: [1.0, 2.0]})"),
+        5,  # the Example's line: the values are its fault, not the operand's
+        "Example: operand i (TENSOR_FLOAT32 [2]) needs 2 values, got 3",
+    ),
+    (
+        _abs_spec(f"{OK_EXAMPLE}\nExample({{i: [1.0], o: [1.0, 2.0]}}, name='short')"),
+        6,
+        "Example 'short': operand i (TENSOR_FLOAT32 [2]) needs 2 values, got 1",
+    ),
+    ("model = Model()\nundefined_name + 1\n", 2, "NameError"),
+    # Example values that are not numbers of the operand's type.
+    (
+        _abs_spec("Example({i: ['a', 'b'], o: [1.0, 2.0]})"),
+        5,
+        "Example: operand i (TENSOR_FLOAT32): value 'a' is not a number",
+    ),
+    (_abs_spec("Example({i: [None, 1.0], o: [1.0, 2.0]})"), 5, "value None is not a number"),
+    (_abs_spec("Example({i: 'ab', o: [1.0, 2.0]})"), 5, "value 'ab' is not a number"),
+    (
+        _abs_spec("Example({i: [[1.0, 2.0]], o: [1.0, 2.0]})"),
+        5,
+        "value [1.0, 2.0] is not a number",
+    ),
+    (
+        _abs_spec("Example({i: [float('nan'), 1], o: [1, 2]})", INT32),
+        5,
+        "operand i (TENSOR_INT32): value nan is not an integer",
+    ),
+    (_abs_spec("Example({i: [1.5, 1], o: [1, 2]})", INT32), 5, "value 1.5 is not an integer"),
+    (
+        _abs_spec("Example({i: [2**31, 1], o: [1, 2]})", INT32),
+        5,
+        "value 2147483648 is out of range [-2147483648, 2147483647]",
+    ),
+    (_abs_spec("Example({i: [10**30, 1], o: [1, 2]})", INT32), 5, "is out of range"),
+    (
+        _abs_spec("Example({i: [300, 1], o: [1, 2]})", '"TENSOR_QUANT8_ASYMM", "{2}, 0.5f, 0"'),
+        5,
+        "operand i (TENSOR_QUANT8_ASYMM): value 300 is out of range [0, 255]",
+    ),
+    (
+        _abs_spec("Example({i: ['False', 0], o: [True, True]})", '"TENSOR_BOOL8", "{2}"'),
+        5,
+        "operand i (TENSOR_BOOL8): value 'False' is not a bool or a number",
+    ),
+    (
+        "model = Model()\ni = Input('i', 'TENSOR_FLOAT32', '{2}')\n"
+        "p = Parameter('p', 'TENSOR_INT32', '{2}', [1, 2**40])\n"
+        "o = Output('o', 'TENSOR_FLOAT32', '{2}')\nmodel.Operation('ADD', i, i, p).To(o)\n"
+        "Example({i: [1.0, 2.0], o: [1.0, 2.0]})\n",
+        3,  # a constant's value: the Parameter's line
+        "operand p (TENSOR_INT32): value 1099511627776 is out of range",
+    ),
+    # Malformed Example calls and DSL calls: refused where they are made.
+    (_abs_spec("Example(({i: [1.0, 2.0]},))"), 5, "a pair feed must be (inputs, outputs)"),
+    (_abs_spec(OK_EXAMPLE[:-1] + ", name=['x'])"), 5, "Example: the name must be a string"),
+    (_abs_spec(OK_EXAMPLE[:-1] + ", model=5)"), 5, "Example: model= must be a Model, got 5"),
+    (
+        _abs_spec(OK_EXAMPLE + ".WithMultinomialDistributionTolerance('x')"),
+        5,
+        "the tolerance must be a finite number >= 0, got 'x'",
+    ),
+    (_abs_spec(OK_EXAMPLE + ".AddVariations(())"), 5, "() is not a known variation"),
+    (
+        _abs_spec(OK_EXAMPLE + ".AddVariations(ActivationConverter(5))"),
+        5,
+        "ActivationConverter: unknown activation 5 (one of none, relu, relu1, relu6)",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE + ".AddVariations(RelaxedModeConverter(5))"),
+        5,
+        "RelaxedModeConverter: isRelaxed must be a bool or 'relaxed', got 5",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE + ".AddVariations(DataLayoutConverter(5))"),
+        5,
+        "DataLayoutConverter: unknown layout 5 (nchw or nhwc)",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE + ".AddVariations(DataTypeConverter().Identify({'i': 'float16'}))"),
+        5,
+        "DataTypeConverter.Identify(): 'i' is not an operand",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE + ".AddVariations(DataTypeConverter().Identify({o: 7}))"),
+        5,
+        "Example: applying variations ['float32', '', '']: DataTypeConverter: the target of o",
+    ),
+    (
+        _abs_spec(
+            "x = Input('x', 'TENSOR_FLOAT32', '{2}')\n"
+            + OK_EXAMPLE
+            + ".AddVariations(DataTypeConverter().Identify({x: 'TENSOR_FLOAT16'}))"
         ),
-        (
-            'model = Model()\na = Input("a", "TENSOR_FLOAT32", "{2}")\nout = Output("o", "TENSOR_FLOAT32", "{2}")\n'
-            'model.Operation("RELU", a).To(out)\nExample({a: [1.0, 2.0, 3.0], out: [1.0, 2.0]})\n',
-            2,
-            "needs 2 values, got 3",
-        ),
-        ("model = Model()\nundefined_name + 1\n", 2, "NameError"),
-    ],
-    ids=["syntax", "unknown-op", "value-count", "runtime"],
-)
+        6,
+        "Example: applying variations ['float16', '', '']: Input(x) is not an operand of the",
+    ),
+    (_abs_spec(OK_EXAMPLE, to="5"), 4, "To(): 5 is not an operand"),
+    (
+        _abs_spec(OK_EXAMPLE, op="['ABS'], i"),
+        4,
+        "Operation: the operation must be named by a string like 'ADD', got ['ABS']",
+    ),
+    ("model = Model(5)\n", 1, "Model: the name must be a string, got 5"),
+    (
+        "model = Model()\ni = Input(5, 'TENSOR_FLOAT32', '{2}')\n",
+        2,
+        "Input: the operand name must be a string, got 5",
+    ),
+    (
+        "model = Model()\ni = Input('i', 'TENSOR_FLOAT32', '{2}')\n"
+        "o = Output('i', 'TENSOR_FLOAT32', '{2}', skipRenaming=True)\n"
+        "model.Operation('ABS', i).To(o)\n",
+        4,
+        "two operands are named 'i': Input (line 2) and Output (line 3)",
+    ),
+    # Types the test model could not hold.
+    (
+        _abs_spec(OK_EXAMPLE, '"TENSOR_FLOAT32", "{-1, -1}"'),
+        2,
+        "operand i: dimension -1 of [-1, -1] is out of range [0, 4294967295]",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE, '"TENSOR_FLOAT32", "{0, 4611686018427387904}"'),
+        2,
+        "dimension 4611686018427387904 of [0, 4611686018427387904] is out of range",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE, '"TENSOR_FLOAT32", "{65536, 65536}"'),
+        2,
+        "TENSOR_FLOAT32 [65536, 65536] is 17179869184 bytes; an operand may have at most",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE, '"TENSOR_FLOAT32", "{1e9}"'),
+        2,
+        "operand i: bad type 'TENSOR_FLOAT32', '{1e9}': invalid literal for int()",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE, '("TENSOR_QUANT8_ASYMM", [2], "abc", 0)'),
+        2,
+        "operand i: bad type ('TENSOR_QUANT8_ASYMM', [2], 'abc', 0): could not convert",
+    ),
+    (
+        _abs_spec(OK_EXAMPLE, '"TENSOR_FLOAT32", "{2}", extraParams=[1, 2]'),
+        2,
+        "operand i: extraParams must be a SymmPerChannelQuantParams, got [1, 2]",
+    ),
+    (
+        "p = SymmPerChannelQuantParams(channelDim='a', scales='xy')\n",
+        1,
+        "SymmPerChannelQuantParams: channelDim must be an integer, got 'a'",
+    ),
+    (
+        "p = SymmPerChannelQuantParams(channelDim=0, scales='xy')\n",
+        1,
+        "SymmPerChannelQuantParams: scales must be a list of positive numbers, got 'xy'",
+    ),
+    (
+        "w = Parameter('w', 'TENSOR_QUANT8_SYMM_PER_CHANNEL', '{2, 2}', [1, 2, 3, 4],\n"
+        "              extraParams=SymmPerChannelQuantParams(channelDim=9, scales=[0.5]))\n",
+        1,
+        "operand w: channelDim 9 is not an axis of TENSOR_QUANT8_SYMM_PER_CHANNEL [2, 2]",
+    ),
+    # Spec code that ends the process or breaks the compiler.
+    ("import sys\nsys.exit(0)\n", 2, "the spec called sys.exit(0)"),
+    ("raise SystemExit('bye')\n", 1, "the spec called sys.exit('bye')"),
+    ("x = " + "+".join(["1"] * 5000) + "\n", 1, "too deeply nested for Python's compiler"),
+    ("x = " + "-" * 20000 + "1\n", 1, "too deeply nested for Python's compiler"),
+]
+
+
+@pytest.mark.parametrize(("body", "line", "message"), LOADER_ERRORS)
 def test_loader_errors_give_file_and_line(tmp_path, body, line, message):
     p = tmp_path / "bad.mod.py"
     p.write_text(body)
     with pytest.raises(SpecError) as info:
         load_spec(p)
-    assert info.value.line == line and message in str(info.value)
-    assert str(info.value).startswith(f"{p}:{line}:")
+    assert message in str(info.value)
+    assert info.value.line == line and str(info.value).startswith(f"{p}:{line}:")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.timeout(30)
+def test_variation_groups_that_multiply_past_the_limit_are_refused(tmp_path):
+    # 2**30 combinations used to be made one by one (a hang); the count is known upfront.
+    p = tmp_path / "many.mod.py"
+    p.write_text(_abs_spec("ex = " + OK_EXAMPLE + "\nfor _ in range(30):\n    ex.AddRelaxed()"))
+    with pytest.raises(SpecError) as info:
+        load_spec(p)
+    assert info.value.line == 5 and "expands to up to 4294967296 test models" in str(info.value)
+    assert f"more than the {MAX_TESTS_PER_SPEC} a spec may have" in str(info.value)
+    assert 1000 <= MAX_TESTS_PER_SPEC <= 100_000  # "some thousands": Android's specs fit
+
+
+def test_variable_and_test_names_are_unique_in_linear_time():
+    class CountingSet(set):
+        lookups = 0
+
+        def __contains__(self, item):
+            CountingSet.lookups += 1
+            return super().__contains__(item)
+
+    names = UniqueNames()
+    assert [names.add(b) for b in ["t", "t", "t1", "t", "a", "t"]] == [
+        "t",
+        "t1",
+        "t11",
+        "t2",
+        "a",
+        "t3",
+    ]  # Android's NamedObject renaming
+    names.taken = CountingSet(names.taken)
+    for _ in range(5000):
+        names.add("t")
+    assert CountingSet.lookups < 3 * 5000  # was one lookup per earlier "t": quadratic
+    tests = UniqueNames(sep="_", start=1)
+    assert [tests.add(b) for b in ["x", "x", "x_2", "x"]] == ["x", "x_2", "x_2_2", "x_3"]
+
+
+def test_a_long_chain_loads_in_linear_time(tmp_path, monkeypatch):
+    # Operands are identified by name; finding one scanned the model's list (a chain of
+    # 4000 operations compared operand names 32 million times).
+    calls = []
+    real_eq = dsl.Operand.__eq__
+    monkeypatch.setattr(dsl.Operand, "__eq__", lambda a, b: calls.append(1) or real_eq(a, b))
+    n = 2000
+    p = tmp_path / "chain.mod.py"
+    p.write_text(
+        "model = Model()\nx = Input('x', 'TENSOR_FLOAT32', '{1}')\nprev = x\n"
+        f"for k in range({n}):\n"
+        f"    t = Internal('t', 'TENSOR_FLOAT32', '{{1}}') if k < {n - 1} "
+        "else Output('y', 'TENSOR_FLOAT32', '{1}')\n"
+        "    model.Operation('ABS', prev).To(t)\n    prev = t\n"
+        "Example({x: [-1.0], prev: [1.0]})\n"
+    )
+    (test,) = load_spec(p)
+    assert len(test.main.operations) == n
+    assert len(calls) < 10 * n
+
+
+def test_an_ignored_output_is_not_materialized(tmp_path):
+    # Android feeds an ignored output zeros; 4096 x 4096 of them were a 128 MB list.
+    p = tmp_path / "ignored.mod.py"
+    p.write_text(
+        "model = Model()\ni = Input('i', 'TENSOR_FLOAT32', '{2}')\n"
+        "o = IgnoredOutput('o', 'TENSOR_FLOAT32', '{4096, 4096}')\n"
+        "model.Operation('ABS', i).To(o)\nExample({i: [1.0, 2.0], o: []})\n"
+    )
+    tracemalloc.start()
+    try:
+        tests = load_spec(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20
+    out = operand(tests[0], "o")
+    assert out.is_ignored and out.data == [] and out.array().shape == (4096, 4096)
+
+
+def test_a_broadcast_example_value_is_counted_before_it_is_flattened(tmp_path):
+    p = tmp_path / "bcast.mod.py"
+    p.write_text(
+        _abs_spec("z = np.broadcast_to(np.float32(0), (2048, 2048))\nExample({i: z, o: z})")
+    )
+    tracemalloc.start()
+    try:
+        with pytest.raises(SpecError) as info:
+            load_spec(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.value.line == 6 and "needs 2 values, got 4194304" in str(info.value)
+    assert peak < 16 * 2**20  # 4 M floats as a Python list: over 100 MB
+
+
+def _nested_if_spec(depth: int) -> str:
+    return (
+        "cond = Input('cond', 'TENSOR_BOOL8', '{1}')\nm = Model('leaf')\n"
+        "xx = Input('x', 'TENSOR_FLOAT32', '{1}')\nyy = Output('y', 'TENSOR_FLOAT32', '{1}')\n"
+        "m.Operation('ABS', xx).To(yy)\n"
+        f"for k in range({depth}):\n"
+        "    n = Model('m%d' % k)\n"
+        "    a = Input('x', 'TENSOR_FLOAT32', '{1}')\n"
+        "    c = Input('c', 'TENSOR_BOOL8', '{1}')\n"
+        "    b = Output('y', 'TENSOR_FLOAT32', '{1}')\n"
+        "    n.Operation('IF', c, m, m, *([a] if k == 0 else [c, a])).To(b)\n"
+        "    m = n\n"
+        "x = Input('x', 'TENSOR_FLOAT32', '{1}')\ny = Output('y', 'TENSOR_FLOAT32', '{1}')\n"
+        "model = Model().Operation('IF', cond, m, m, cond, x).To(y)\n"
+        "Example({cond: [True], x: [-1.0], y: [1.0]})\n"
+    )
+
+
+def test_deeply_nested_subgraphs_are_copied_and_compiled_without_recursion(tmp_path):
+    # copy.deepcopy and Model.Compile recursed once per level: 60 IFs deep was a
+    # RecursionError (a traceback in every command). The reference runs up to 64.
+    tests = load_spec(spec(tmp_path, "nested", _nested_if_spec(60), folder="V1_3"))
+    assert len(tests[0].referenced) == 61
+    assert run_test_model(ReferenceDevice(), tests[0]).outcome == PASS
+    deeper = load_spec(spec(tmp_path, "deeper", _nested_if_spec(500), folder="V1_3"))
+    assert len(deeper[0].referenced) == 501
 
 
 # --- dump -> load round trip ----------------------------------------------------------------
@@ -629,6 +927,67 @@ def test_a_driver_that_raises_is_reported_not_propagated(tmp_path):
     (test, *_) = load_spec(spec(tmp_path, "plus", ADD_SPEC))
     r = run_test_model(Exploding(), test)
     assert r.outcome == FAIL and "crash: RuntimeError: boom" in r.reason
+
+
+IF_PARTS = (
+    "cond = Input('cond', 'TENSOR_BOOL8', '{1}')\nx = Input('x', 'TENSOR_FLOAT32', '{2}')\n"
+    "y = Output('y', 'TENSOR_FLOAT32', '{2}')\n"
+)
+IF_EXAMPLE = "Example({cond: [True], x: [1.0, 2.0], y: [1.0, 2.0]})\n"
+
+# (spec, what the reference's validation says). Such specs loaded and were reported as
+# driver failures ("getSupportedOperations returned INVALID_ARGUMENT").
+INVALID_MODELS = [
+    (
+        _abs_spec(OK_EXAMPLE).replace(".To(o)", ""),
+        "no signature of ABS takes inputs (TENSOR_FLOAT32) and outputs ()",
+    ),
+    (_abs_spec(OK_EXAMPLE, op='"ADD", i'), "no signature of ADD takes inputs (TENSOR_FLOAT32)"),
+    (
+        _abs_spec("model.Operation('ABS', i).To(o)\n" + OK_EXAMPLE),
+        "has already been written (each operand has one writer)",
+    ),
+    (
+        IF_PARTS
+        + "model = Model()\nmodel.Operation('IF', cond, model, model, x).To(y)\n"
+        + IF_EXAMPLE,
+        "referenced subgraphs form a cycle: subgraph 0 -> subgraph 0",
+    ),
+    (
+        IF_PARTS
+        + "e = Model('e')\nmodel = Model().Operation('IF', cond, e, e, x).To(y)\n"
+        + IF_EXAMPLE,
+        "then branch subgraph 0 has 0 inputs, but the IF passes 1",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    INVALID_MODELS,
+    ids=["no-to", "arity", "two-writers", "self-branch", "empty-branch"],
+)
+def test_a_model_the_reference_rejects_is_a_spec_error_not_a_driver_failure(tmp_path, text, rule):
+    results = run_specs([spec(tmp_path, "invalid", text, folder="V1_3")], ReferenceDevice()).results
+    assert results and all(r.outcome == FAIL for r in results)
+    for r in results:
+        assert r.reason.startswith("spec error: the model is invalid: "), r.reason
+        assert rule in r.reason and not r.dynamic  # no second, dynamic-shape failure
+    # Expected to fail: the driver must reject it, and does.
+    expected = spec(tmp_path, "expected", text.rstrip() + ".ExpectFailure()\n", folder="V1_3")
+    assert {r.outcome for r in run_specs([expected], ReferenceDevice()).results} == {PASS}
+
+
+def test_a_test_model_that_cannot_be_built_is_a_spec_error_not_a_crash():
+    (test, *_) = load_spec_text(_abs_spec(OK_EXAMPLE, INT32).replace("1.0", "1"))
+    operand(test, "i").data = [2**31, 1]  # past the loader's checks: to_hal fails
+    r = run_test_model(ReferenceDevice(), test)
+    assert r.outcome == FAIL
+    assert r.reason.startswith("spec error: cannot build the test model: OverflowError")
+
+
+def load_spec_text(text: str):
+    return load_spec("inline.mod.py", source=text)
 
 
 def test_cli_specs_run_counts_json_and_exit_status(tmp_path, capsys):

@@ -11,10 +11,14 @@ from driver.graphdump import graph_dump
 from driver.hal.types import Model
 from fuzz.commands.arguments import output_file
 
+SPEC_SUFFIX = ".mod.py"  # as randomgraph.spec.loader's, imported only to draw a spec
+
 EPILOG = """\
-MODEL is a wire-encoded model (a fuzz reproducer, a corpus seed; see nnfuzz decode) or a
-spec file (.mod.py). A spec expands to several test models (variations); pick one with
--k: an exact test name, or a substring or glob that matches exactly one test.
+MODEL is a spec file (named *.mod.py) or a wire-encoded model (a fuzz reproducer, a corpus
+seed; see nnfuzz decode; it starts with the bytes NNFW). A spec file is a Python program
+and is executed, not sandboxed: draw only specs you trust. A spec expands to several
+test models (variations); pick one with -k: an exact test name, or a substring or glob
+that matches exactly one test.
 
 examples:
   nnfuzz dot corpus/model/seed-abs_float32 -o seed.dot && dot -Tsvg seed.dot > seed.svg
@@ -31,7 +35,11 @@ def register(sub) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model", metavar="MODEL", help="wire-encoded model file or spec file")
+    p.add_argument(
+        "model",
+        metavar="MODEL",
+        help="spec file (*.mod.py, trusted Python: it is executed) or wire-encoded model file",
+    )
     p.add_argument("-k", dest="pattern", help="the test model of a spec file to draw")
     p.add_argument(
         "-o", "--output", type=output_file, help="write the graph here (default: stdout)"
@@ -53,6 +61,8 @@ def _spec_model(path: Path, pattern: str | None) -> tuple[Model, str] | str:
         tests = load_spec(path)
     except SpecError as e:
         return str(e)
+    if not tests:
+        return f"{path}: the spec defines no tests (no Example)"
     exact = [t for t in tests if t.name == pattern]
     chosen = exact or [t for t in tests if matches(t.name, pattern)]
     if len(chosen) != 1:
@@ -66,21 +76,29 @@ def _spec_model(path: Path, pattern: str | None) -> tuple[Model, str] | str:
 
 def cmd_dot(args: argparse.Namespace) -> int:
     path = Path(args.model)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        return _fail(f"cannot read {path}: {e.strerror or e}")
-    if data[:4] == wire.MAGIC:
+    if path.name.endswith(SPEC_SUFFIX):
+        got = _spec_model(path, args.pattern)
+        if isinstance(got, str):
+            return _fail(got)
+        model, name = got
+    else:
+        # Only the name says "spec": any other file is decoded, never run as Python.
+        try:
+            with path.open("rb") as f:
+                magic = f.read(len(wire.MAGIC))
+                if magic != wire.MAGIC:
+                    return _fail(
+                        f"{path}: not a wire model (bad magic {magic!r}, expected "
+                        f"{wire.MAGIC!r}) nor a spec file (a spec's name ends in {SPEC_SUFFIX})"
+                    )
+                data = magic + f.read()
+        except OSError as e:
+            return _fail(f"cannot read {path}: {e.strerror or e}")
         try:
             model = wire.decode_model(data)
         except wire.WireDecodeError as e:
             return _fail(f"{path}: {e}")
         name = path.stem
-    else:
-        got = _spec_model(path, args.pattern)
-        if isinstance(got, str):
-            return _fail(got)
-        model, name = got
     text = graph_dump(model, name)
     if args.output:
         Path(args.output).write_text(text)

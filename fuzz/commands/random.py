@@ -136,10 +136,12 @@ def register(sub) -> None:
         description="Check every test of SPEC differentially on the driver (golden from the "
         "reference), then reduce each failing one — drop operations (cut edges become inputs "
         "fed with the reference's values), shrink dims, simplify values — keeping the same "
-        "outcome, and write SPEC_STEM_min.mod.py. Exit 0 when a minimized spec was written, "
-        "1 when nothing failed (nothing to minimize).",
+        "outcome, and write SPEC_STEM_min.mod.py. The spec file is a Python program and is "
+        "executed (not sandboxed): minimize only specs you trust. Exit 0 when a minimized "
+        "spec was written, 1 when nothing failed (nothing to minimize), 2 when the spec "
+        "cannot be loaded or a test of it is an invalid model (a spec error).",
     )
-    mz.add_argument("spec", help="a .mod.py spec file")
+    mz.add_argument("spec", help="a .mod.py spec file (trusted Python: it is executed)")
     add_driver_option(mz)
     mz.add_argument("--out", help="file (one test) or directory for the minimized spec(s)")
     mz.add_argument(
@@ -319,7 +321,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     from randomgraph.metamorphic import RELATIONS
     from randomgraph.spec.dsl import SpecError
     from randomgraph.spec.loader import load_spec
-    from randomgraph.spec.runner import matches
+    from randomgraph.spec.runner import matches, spec_problem
 
     open_device(args.driver)
     try:
@@ -339,10 +341,16 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     stem = (
         spec_path.name[: -len(".mod.py")] if spec_path.name.endswith(".mod.py") else spec_path.stem
     )
-    failed = written = 0
+    failed = written = spec_errors = 0
     for test in tests:
         if test.expect_failure:
             print(f"== {test.name}: skipped (an ExpectFailure test)")
+            continue
+        problem = spec_problem(test)
+        if problem is not None:
+            # The spec is wrong, not the driver: nothing to minimize.
+            print(f"== {test.name}: {problem}  [{test.source}]")
+            spec_errors += 1
             continue
         if args.criteria == "auto":
             test.criteria = ""
@@ -403,6 +411,12 @@ def cmd_minimize(args: argparse.Namespace) -> int:
                 "interrupted: that spec is the smallest failing graph found so far", file=sys.stderr
             )
             return 130
+    if spec_errors:
+        print(
+            f"nnfuzz: {spec_errors} tests of {args.spec} are invalid models (spec errors above)",
+            file=sys.stderr,
+        )
+        return 2
     if args.check:
         return 1 if failed else 0
     if not failed:

@@ -98,7 +98,9 @@ def register(sub) -> None:
         "expand",
         help="write the expanded test models as JSON",
         description="Write every expanded test model in the JSON layout of Android's "
-        "expanded CTS test models: {spec path: [test model, ...]}.",
+        "expanded CTS test models: {spec path: [test model, ...]}. Spec files are trusted "
+        "Python programs: they are executed. Exit status 2 when a spec cannot be loaded "
+        "(the specs that loaded are still written).",
     )
     exp.add_argument("paths", nargs="+", metavar="PATH")
     exp.add_argument(
@@ -116,11 +118,12 @@ def register(sub) -> None:
         "replay",
         help="run one spec and show expected vs actual outputs",
         description="Run every test model of one spec file on the driver and show, per "
-        "output, the expected and actual values and where they differ. Exit status 0 when "
-        "every test passes, 1 when one fails, 2 when the spec cannot be loaded or has no "
-        "test (matching -k).",
+        "output, the expected and actual values and where they differ. The spec file is a "
+        "Python program and is executed (not sandboxed): replay only specs you trust. Exit "
+        "status 0 when every test passes, 1 when one fails, 2 when the spec cannot be "
+        "loaded or has no test (matching -k).",
     )
-    rep.add_argument("spec", help="a .mod.py spec file")
+    rep.add_argument("spec", help="a .mod.py spec file (trusted Python: it is executed)")
     add_driver_option(rep)
     add_timeout_option(rep)
     rep.add_argument("-k", dest="pattern", help="only tests whose name contains PATTERN")
@@ -190,15 +193,18 @@ def cmd_expand(args: argparse.Namespace) -> int:
             failed += 1
             continue
         out[str(path)] = [t.to_json() for t in loaded if matches(t.name, args.pattern)]
+    if failed and not out:
+        return 2  # nothing to write: no empty JSON that looks like a result
     text = json.dumps(out, indent=1)
     if args.json_file == "-":
         print(text)
     else:
         Path(args.json_file).write_text(text)
         print(
-            f"{sum(len(v) for v in out.values())} test models from {len(out)} spec files -> {args.json_file}"
+            f"{sum(len(v) for v in out.values())} test models from {len(out)} spec files -> "
+            f"{args.json_file}" + (f" ({failed} spec files could not be loaded)" if failed else "")
         )
-    return 1 if failed else 0
+    return 2 if failed else 0
 
 
 def _fmt(values: np.ndarray, n: int) -> str:
@@ -231,7 +237,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
             )
             if r.outcome == FAIL and not r.actual:
                 print(f"   {r.reason}")
-            _, _, expected = test.to_hal()
+            try:
+                _, _, expected = test.to_hal()
+            except Exception:
+                continue  # a spec error: the reason above says why
             for k, want in enumerate(expected):
                 print(f"   output {k} {list(want.shape)}")
                 print(f"     expected {_fmt(want, args.max_elements)}")

@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from driver.hal.types import ELEMENT_SIZE, OperandType
+from driver.validation import MAX_OPERAND_BYTES, UINT32_MAX
+
 # ---------------------------------------------------------------------------------------
 # Per-load state
 # ---------------------------------------------------------------------------------------
@@ -49,8 +52,8 @@ class SpecContext:
         self.models: list[Model] = []
         self.examples: list[Example] = []
         self.version_overrides: dict[str, str] = {}
-        self.variable_names: set[str] = set()
-        self.test_names: set[str] = set()
+        self.variable_names = UniqueNames()
+        self.test_names = UniqueNames(sep="_", start=1)
         self.type_cache: dict[tuple, Type] = {}
 
     def caller_line(self) -> int | None:
@@ -81,19 +84,44 @@ def set_context(c: SpecContext | None) -> None:
     _CTX = c
 
 
-def unique_name(base: str, names: set[str], sep: str = "", start: int = 0) -> str:
-    """Android's NamedObject renaming: ``name``, then ``name{sep}1``, ``name{sep}2``..."""
-    name = base
-    n = start
-    while name in names:
-        n += 1
-        name = f"{base}{sep}{n}"
-    names.add(name)
-    return name
+class UniqueNames:
+    """Android's NamedObject renaming: ``name``, then ``name{sep}{start + 1}``, ... — the
+    first of those not taken yet. Names are never given back, so the search for a base
+    resumes at the suffix it last stopped at: naming n objects alike stays linear
+    (Android rescans from the start every time)."""
+
+    def __init__(self, sep: str = "", start: int = 0):
+        self.sep = sep
+        self.start = start
+        self.taken: set[str] = set()
+        self._last_suffix: dict[str, int] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.taken
+
+    def add(self, base: str) -> str:
+        name, n = base, self._last_suffix.get(base)
+        if n is None:
+            n = self.start
+        else:  # the base and its suffixes up to n are taken
+            n += 1
+            name = f"{base}{self.sep}{n}"
+        while name in self.taken:
+            n += 1
+            name = f"{base}{self.sep}{n}"
+        self._last_suffix[base] = n
+        self.taken.add(name)
+        return name
 
 
 def joined(*parts) -> str:
     return "_".join(str(p) for p in parts if p is not None and p != "")
+
+
+def short(value, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---------------------------------------------------------------------------------------
@@ -104,9 +132,27 @@ FLOAT_TYPES = {"FLOAT32", "FLOAT16", "TENSOR_FLOAT32", "TENSOR_FLOAT16"}
 BOOL_TYPES = {"BOOL", "TENSOR_BOOL8"}
 
 
+def is_real(v) -> bool:
+    """A real number a spec may write (bool, int, float or a numpy scalar of those)."""
+    return isinstance(v, (int, float, np.integer, np.floating, np.bool_))
+
+
 class SymmPerChannelQuantParams:
     def __init__(self, channelDim, scales, hide=False):
-        self.channelDim = channelDim
+        if not isinstance(channelDim, (int, np.integer)) or isinstance(channelDim, bool):
+            raise ctx().error(
+                f"SymmPerChannelQuantParams: channelDim must be an integer, got {channelDim!r}"
+            )
+        if isinstance(scales, np.ndarray):
+            scales = scales.reshape(-1).tolist()
+        if not isinstance(scales, (list, tuple)) or not all(
+            is_real(x) and math.isfinite(x) and x > 0 for x in scales
+        ):
+            raise ctx().error(
+                f"SymmPerChannelQuantParams: scales must be a list of positive numbers, "
+                f"got {short(scales)}"
+            )
+        self.channelDim = int(channelDim)
         self.scales = list(scales)
         self.hide = hide
 
@@ -230,17 +276,70 @@ def Quantize(v: np.ndarray, ty: Type) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 
 
+def _check_type(op: Operand) -> None:
+    """Refuse, at the operand's declaration, a type the test model could not hold: an
+    unknown type name, dims outside uint32, more bytes than an operand may have, or
+    per-channel parameters that do not fit the dims."""
+    t = op.type
+    where = f"operand {op.name}"
+    if not isinstance(t.type, str) or t.type not in OperandType.__members__:
+        raise ctx().error(f"{where}: unknown type {short(t.type)}")
+    dims = t.dimensions
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise ctx().error(f"{where}: dimension {short(d)} of {short(dims)} is not an integer")
+        if not 0 <= d <= UINT32_MAX:
+            raise ctx().error(
+                f"{where}: dimension {d} of {short(dims)} is out of range [0, {UINT32_MAX}]"
+            )
+    if not t.IsScalar():
+        size = ELEMENT_SIZE[OperandType[t.type]]
+        for d in dims:
+            size *= int(d) or 1  # unknown (0) dims take no space yet
+        if size > MAX_OPERAND_BYTES:
+            raise ctx().error(
+                f"{where}: {t.type} {short(dims)} is {size} bytes; an operand may have at "
+                f"most {MAX_OPERAND_BYTES}"
+            )
+    ep = t.extraParams
+    if isinstance(ep, SymmPerChannelQuantParams):
+        if not 0 <= ep.channelDim < len(dims):
+            raise ctx().error(
+                f"{where}: channelDim {ep.channelDim} is not an axis of {t.type} {short(dims)}"
+            )
+        size = dims[ep.channelDim]
+        if size and len(ep.scales) != size:
+            raise ctx().error(
+                f"{where}: {len(ep.scales)} per-channel scales for dimension {ep.channelDim} "
+                f"of size {size}"
+            )
+
+
 class Operand:
     def __init__(self, name, opType, value, backward=None, skipRenaming=False, extraParams=None):
         c = ctx()
-        self.name = name if skipRenaming else unique_name(name, c.variable_names)
+        if not isinstance(name, str):
+            raise c.error(
+                f"{type(self).__name__}: the operand name must be a string, got {short(name)}"
+            )
+        if extraParams is not None and not isinstance(extraParams, SymmPerChannelQuantParams):
+            raise c.error(
+                f"operand {name}: extraParams must be a SymmPerChannelQuantParams, "
+                f"got {short(extraParams)}"
+            )
+        self.name = name if skipRenaming else c.variable_names.add(name)
         self.line = c.caller_line()
-        if isinstance(opType, str):
-            self.type = Type.GetTypeFromString(opType, value, extraParams)
-            value = backward
-        else:
-            opType = tuple(opType)
-            self.type = Type.GetType(*opType, extraParams=extraParams)
+        try:
+            if isinstance(opType, str):
+                self.type = Type.GetTypeFromString(opType, value, extraParams)
+                value = backward
+            else:
+                opType = tuple(opType)
+                self.type = Type.GetType(*opType, extraParams=extraParams)
+        except (TypeError, ValueError, AttributeError) as e:
+            shape = f", {short(value)}" if isinstance(opType, str) else ""
+            raise c.error(f"operand {self.name}: bad type {short(opType)}{shape}: {e}") from None
+        _check_type(self)
         self.SetValue(value)
         self.lifetime = "TEMPORARY_VARIABLE"
         self.ins: list = []
@@ -265,10 +364,20 @@ class Operand:
         if value is None or isinstance(value, (list, tuple)):
             self.value = None if value is None else list(value)
         elif isinstance(value, np.ndarray):
-            self.value = value.flatten().tolist()
+            # Count before flattening: a broadcast view may stand for gigabytes.
+            self._check_value_count(value.size)
+            self.value = value.reshape(-1).tolist()
         else:
             self.value = [value]
         return self
+
+    def _check_value_count(self, count: int) -> None:
+        expected = 1 if self.type.IsScalar() else self.type.GetNumberOfElements()
+        if count > max(expected, 1):
+            raise ctx().error(
+                f"operand {self.name} ({self.type.type} {self.type.dimensions}) needs "
+                f"{expected} values, got {count}"
+            )
 
     def SetValueFromNumpy(self, value):
         self.value = np.asarray(value).flatten().tolist()
@@ -285,6 +394,8 @@ class Operand:
 
     def ConvertTo(self, DerivedClass, name=None):
         name = self.name if name is None else name
+        if DerivedClass is Output and isinstance(self, IgnoredOutput):
+            DerivedClass = IgnoredOutput  # still not compared
         newop = DerivedClass(
             name,
             self.type.GetSignatureTuple(),
@@ -333,7 +444,9 @@ class Output(InOut):
 
 class IgnoredOutput(Output):
     def Feed(self, value):
-        self.value = [0] * self.type.GetNumberOfElements()
+        # Android stores zeros; nothing compares them, so none are made (the operand may
+        # be hundreds of megabytes). The test model's data stays empty.
+        self.value = None
         return self
 
 
@@ -415,12 +528,31 @@ def implicit_parameter(value):
 # ---------------------------------------------------------------------------------------
 
 
+def _operands(args, what: str) -> list[Operand]:
+    """``args`` when every one is an operand; else a :class:`SpecError` naming ``what``."""
+    for a in args:
+        if not isinstance(a, Operand):
+            raise ctx().error(f"{what}: {short(a)} is not an operand")
+    return list(args)
+
+
+def _different_operands(a: Operand, b: Operand) -> bool:
+    """Two operands of one name that cannot be the same one. Android identifies operands
+    by name, so a copy (same class and type) stands for the original."""
+    return a is not b and (type(a) is not type(b) or a.type is not b.type)
+
+
 class Operation:
     def __init__(self, optype, ins, outs):
+        if not isinstance(optype, str):
+            raise ctx().error(
+                f"Operation: the operation must be named by a string like 'ADD', "
+                f"got {short(optype)}"
+            )
         self.optype = optype
         self.line = ctx().caller_line()
         self.ins = [implicit_parameter(i) for i in ins]
-        self.outs = list(outs)
+        self.outs = _operands(outs, "To()")
 
     def __repr__(self):
         return f"Operation({self.optype})"
@@ -429,9 +561,15 @@ class Operation:
 class Model:
     def __init__(self, name=None):
         c = ctx()
+        if name is not None and not isinstance(name, str):
+            raise c.error(f"Model: the name must be a string, got {short(name)}")
         self.name = name
         self.operations: list[Operation] = []
         self.operands: list[Operand] = []
+        # Position of each operand name in self.operands (operands are identified by
+        # name): finding one by scanning the list made loading quadratic in graph size.
+        self._positions: dict[str, int] = {}
+        self._indexed: tuple[int, int] = (id(self.operands), 0)
         self.isRelaxed = False
         self.compiled = False
         self.version = c.version
@@ -439,12 +577,38 @@ class Model:
         self.line = c.caller_line()
         c.models.append(self)
 
+    def _position(self, operand) -> int | None:
+        """Index in self.operands of the operand named like ``operand``, or None."""
+        if self._indexed != (id(self.operands), len(self.operands)):
+            # The list was changed behind AddOperand's back (by spec code): index again.
+            self._positions = {}
+            for k, o in enumerate(self.operands):
+                self._positions.setdefault(o.name, k)
+            self._indexed = (id(self.operands), len(self.operands))
+        k = self._positions.get(operand.name)
+        if k is not None and self.operands[k].name != operand.name:
+            self._indexed = (0, 0)  # an entry was replaced by another name
+            return self._position(operand)
+        return k
+
     def AddOperand(self, operand):
-        if operand not in self.operands:
+        _operands([operand], "AddOperand()")
+        k = self._position(operand)
+        if k is None:
+            self._positions[operand.name] = len(self.operands)
             self.operands.append(operand)
+            self._indexed = (id(self.operands), len(self.operands))
+        elif _different_operands(self.operands[k], operand):
+            other = self.operands[k]
+            raise ctx().error(
+                f"two operands are named {operand.name!r}: {type(other).__name__} (line "
+                f"{other.line}) and {type(operand).__name__} (line {operand.line}); names "
+                "must be unique (skipRenaming=True keeps a name as given)"
+            )
         return self
 
     def IdentifyInputs(self, *args):
+        _operands(args, "IdentifyInputs()")
         for a in args:
             self.AddOperand(a)
         if tuple(self.GetInputs()) != tuple(args):
@@ -454,6 +618,7 @@ class Model:
         return self
 
     def IdentifyOutputs(self, *args):
+        _operands(args, "IdentifyOutputs()")
         for a in args:
             self.AddOperand(a)
         if tuple(self.GetOutputs()) != tuple(args):
@@ -477,7 +642,7 @@ class Model:
         if not self.operations:
             raise ctx().error("To() without a preceding Operation()")
         outs = args[0] if args and isinstance(args[0], (list, tuple)) else args
-        self.operations[-1].outs = list(outs)
+        self.operations[-1].outs = _operands(outs, "To()")
         for o in outs:
             self.AddOperand(o)
         return self
@@ -499,12 +664,18 @@ class Model:
     def GetParameters(self):
         return [p for p in self.operands if isinstance(p, Parameter)]
 
+    def _index_of(self, operand) -> int:
+        k = self._position(operand) if isinstance(operand, Operand) else None
+        if k is None:
+            raise ctx().error(f"{short(operand)} is not an operand of the model")
+        return k
+
     def GetEquivalentOperands(self, targets):
-        return [self.operands[self.operands.index(t)] for t in targets]
+        return [self.operands[self._index_of(t)] for t in targets]
 
     def UpdateEquivalentOperands(self, targets):
         for t in targets:
-            self.operands[self.operands.index(t)] = t
+            self.operands[self._index_of(t)] = t
         return self
 
     def Feed(self, feedDict):
@@ -560,16 +731,23 @@ class Model:
                 stack.append((child, iter(deps[child])))
         self.operations = order
 
-    def Compile(self, referenced=None, index_of=None):
+    def _subgraph_operands(self):
+        return (o for o in self.operands if o.lifetime == "SUBGRAPH")
+
+    def Compile(self):
+        """Sort the operations and number the referenced models depth-first in operand
+        order (their index in ``referenced_models``). An explicit stack, not recursion:
+        IF/WHILE subgraphs may nest deeper than Python's recursion limit."""
         if self.compiled:
             return self
-        if referenced is None:
-            referenced, index_of = [], {}
-            self.referenced_models = referenced
-        self._set_ins_and_outs()
-        self._topological_sort()
-        for operand in self.operands:
-            if operand.lifetime != "SUBGRAPH":
+        referenced: list[Model] = []
+        index_of: dict[int, int] = {}
+        self.referenced_models = referenced
+        stack = [self._compile_one()]
+        while stack:
+            operand = next(stack[-1], None)
+            if operand is None:
+                stack.pop()
                 continue
             model = operand.value[0]
             if isinstance(model, Model):
@@ -577,10 +755,47 @@ class Model:
                 if key not in index_of:
                     index_of[key] = len(index_of)
                     referenced.append(model)
-                    model.Compile(referenced, index_of)
+                    if not model.compiled:
+                        stack.append(model._compile_one())
                 operand.value = [index_of[key]]
-        self.compiled = True
         return self
+
+    def _compile_one(self):
+        """Sort this model; its SUBGRAPH operands, for the caller to number."""
+        self.compiled = True  # before its subgraphs: a cycle back to it ends here
+        self._set_ins_and_outs()
+        self._topological_sort()
+        return self._subgraph_operands()
+
+
+def _models_innermost_first(model: Model) -> list[Model]:
+    """``model`` and every model its SUBGRAPH operands reach, each after the models it
+    references (a post-order walk with an explicit stack)."""
+    order: list[Model] = []
+    seen = {id(model)}
+    stack = [(model, iter(model.operands))]
+    while stack:
+        m, operands = stack[-1]
+        for o in operands:
+            sub = o.value[0] if o.lifetime == "SUBGRAPH" and o.value else None
+            if isinstance(sub, Model) and id(sub) not in seen:
+                seen.add(id(sub))
+                stack.append((sub, iter(sub.operands)))
+                break
+        else:
+            stack.pop()
+            order.append(m)
+    return order
+
+
+def copy_model(model: Model) -> Model:
+    """``copy.deepcopy(model)`` that nested subgraphs do not drive into Python's
+    recursion limit: the innermost models are copied first, so copying a model finds the
+    models it references already in the memo."""
+    memo: dict = {}
+    for m in _models_innermost_first(model):
+        copy.deepcopy(m, memo)
+    return memo[id(model)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -601,6 +816,11 @@ class ModelVariation:
     def IdentifyOperands(self, args=None):
         if args is None:
             return self
+        if not isinstance(args, (dict, list, tuple)):
+            raise ctx().error(
+                f"{type(self).__name__}: identify operands with a list or a dict, got {short(args)}"
+            )
+        _operands(args, f"{type(self).__name__}.Identify()")
         self.targetOperands = args if isinstance(args, dict) else {i: None for i in args}
         return self
 
@@ -713,11 +933,16 @@ class DataTypeConverter(ModelVariation):
     def TransformOperand(self, op, arg=None):
         if isinstance(arg, DataTypeConverter):
             # A SUBGRAPH operand: convert the referenced model with a nested converter.
-            sub = copy.deepcopy(op.value[0]) if isinstance(op.value[0], Model) else op.value[0]
+            sub = copy_model(op.value[0]) if isinstance(op.value[0], Model) else op.value[0]
             op.value = [arg.ApplyTo(sub)]
             return op
         if isinstance(arg, str):
             arg = (arg,)
+        if not isinstance(arg, (tuple, list)) or not arg:
+            raise ctx().error(
+                f"DataTypeConverter: the target of {op.name} must be a type name or a "
+                f"(type, scale, zeroPoint) tuple, got {short(arg)}"
+            )
         arg = tuple(arg)
         type_tuple = (arg[0], op.type.dimensions, *arg[1:])
         if op.value is None or op.type.GetNumberOfElements() == 0:
@@ -733,9 +958,11 @@ class DataTypeConverter(ModelVariation):
 class DataLayoutConverter(ModelVariation):
     def __init__(self, targetLayout="nchw", name=None):
         ModelVariation.__init__(self, name=name)
+        if not DataLayoutConverter.IsCompatible(targetLayout):
+            raise ctx().error(
+                f"DataLayoutConverter: unknown layout {short(targetLayout)} (nchw or nhwc)"
+            )
         self.targetLayout = targetLayout.lower()
-        if not DataLayoutConverter.IsCompatible(self.targetLayout):
-            raise ctx().error(f"DataLayoutConverter: unknown layout {targetLayout!r}")
         self.perm = (0, 3, 1, 2) if self.targetLayout == "nchw" else (0, 1, 2, 3)
         self.param = self.targetLayout == "nchw"
 
@@ -772,7 +999,10 @@ class RelaxedModeConverter(ModelVariation):
             self.isRelaxed = isRelaxed
         else:
             if not RelaxedModeConverter.IsCompatible(isRelaxed):
-                raise ctx().error(f"RelaxedModeConverter: {isRelaxed!r}")
+                raise ctx().error(
+                    f"RelaxedModeConverter: isRelaxed must be a bool or 'relaxed', "
+                    f"got {short(isRelaxed)}"
+                )
             self.isRelaxed = True
 
     @staticmethod
@@ -797,9 +1027,12 @@ class ActivationConverter(ModelVariation):
 
     def __init__(self, act="relu", name=None):
         ModelVariation.__init__(self, name=name)
+        if not ActivationConverter.IsCompatible(act):
+            raise ctx().error(
+                f"ActivationConverter: unknown activation {short(act)} (one of "
+                f"{', '.join(ActivationConverter.actMap)})"
+            )
         self.act = act.lower()
-        if not ActivationConverter.IsCompatible(self.act):
-            raise ctx().error(f"ActivationConverter: unknown activation {act!r}")
         self.enum, self.low, self.high = ActivationConverter.actMap[self.act]
 
     @staticmethod
@@ -816,6 +1049,8 @@ class ActivationConverter(ModelVariation):
             raise ctx().error(
                 f"ActivationConverter: {op.name} is neither INT32 nor an output", op.line
             )
+        if isinstance(op, IgnoredOutput):
+            return op  # nothing to clamp
         v = op.GetValueAsNumpy()
         if self.low is not None:
             v = np.maximum(v, Quantize(np.float64(self.low), op.type))
@@ -874,10 +1109,14 @@ class AxisConverter(ModelVariation):
 
 
 def _compatible_with_add(op) -> bool:
+    has_values = (
+        op.type.GetNumberOfElements() > 0
+        if isinstance(op, IgnoredOutput)  # its zeros are not materialized
+        else op.value is not None and len(op.value) > 0
+    )
     return (
         len(op.type.dimensions) <= 4
-        and op.value is not None
-        and len(op.value) > 0
+        and has_values
         and op.type.type
         in ("TENSOR_FLOAT32", "TENSOR_QUANT8_ASYMM", "TENSOR_FLOAT16", "TENSOR_QUANT8_ASYMM_SIGNED")
     )
@@ -952,6 +1191,8 @@ def implicit_variation(value) -> ModelVariation:
     if isinstance(value, ModelVariation):
         return value
     args = list(value) if isinstance(value, (tuple, list)) else [value]
+    if not args:
+        raise ctx().error(f"{value!r} is not a known variation")
     head = args[0]
     for cls in (DataTypeConverter, DataLayoutConverter, RelaxedModeConverter, ActivationConverter):
         if cls.IsCompatible(head):
@@ -972,6 +1213,10 @@ class Example:
         c = ctx()
         if model is None and not c.models:
             raise c.error("Example() before any Model()")
+        if model is not None and not isinstance(model, Model):
+            raise c.error(f"Example: model= must be a Model, got {short(model)}")
+        if name is not None and not isinstance(name, str):
+            raise c.error(f"Example: the name must be a string, got {short(name)}")
         self.model = c.models[-1] if model is None else model
         self.name = name
         self.line = c.caller_line()
@@ -982,6 +1227,11 @@ class Example:
         self.feedDicts: list = []
         for feed in args:
             if isinstance(feed, (tuple, list)):
+                if len(feed) != 2 or not all(isinstance(f, (dict, list, tuple)) for f in feed):
+                    raise c.error(
+                        "Example: a pair feed must be (inputs, outputs), each a dict or a "
+                        f"list, got {short(feed)}"
+                    )
                 self.feedDicts.append(tuple(feed))
             elif isinstance(feed, dict):
                 try:
@@ -1106,6 +1356,12 @@ class Example:
         return self
 
     def WithMultinomialDistributionTolerance(self, expectedTolerance):
+        t = expectedTolerance
+        if isinstance(t, bool) or not is_real(t) or not 0 <= t < math.inf:
+            raise ctx().error(
+                f"WithMultinomialDistributionTolerance: the tolerance must be a finite "
+                f"number >= 0, got {short(t)}"
+            )
         self.expectedMultinomialDistributionTolerance = expectedTolerance
         return self
 

@@ -10,8 +10,8 @@ files; it is not a sandbox.** Only load specs you would run as code.
 
 from __future__ import annotations
 
-import copy
 import itertools
+import math
 import re
 import sys
 import threading
@@ -19,13 +19,17 @@ import traceback
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import numpy as np
+
 from driver.hal.types import (
+    HalError,
     HalVersion,
     OperandLifeTime,
     OperandType,
     OperationType,
     SymmPerChannelQuantParams,
 )
+from driver.operations.base import storage_dtype
 from randomgraph.criteria import CRITERIA_SETS
 from randomgraph.spec import dsl
 from randomgraph.spec.dsl import SpecContext, SpecError
@@ -86,7 +90,7 @@ def load_spec(
         dsl.set_context(c)
         try:
             _execute(text, c)
-            tests = list(_expand_all(c))
+            tests = _expand_all(c)
         finally:
             dsl.set_context(None)
     criteria = criteria_pragma(text)
@@ -119,14 +123,38 @@ def _execute(text: str, c: SpecContext) -> None:
         code = compile(text, c.path, "exec")
     except SyntaxError as e:
         raise SpecError(f"syntax error: {e.msg}", c.path, e.lineno) from None
+    except (RecursionError, MemoryError) as e:
+        # CPython's parser gives up on deep nesting (1+1+...+1, - - - 1) without a line.
+        raise SpecError(
+            f"too deeply nested for Python's compiler ({type(e).__name__}); split this expression",
+            c.path,
+            _longest_line(text),
+        ) from None
+    except Exception as e:  # e.g. ValueError for a null byte on older Pythons
+        raise SpecError(f"cannot compile: {_described(e)}", c.path) from None
     namespace = dsl.dsl_namespace()
     namespace.update({"__name__": "__spec__", "__file__": c.path})
     try:
         exec(code, namespace)
-    except SpecError:
+    except (SpecError, KeyboardInterrupt):
         raise
-    except Exception as e:
-        raise SpecError(f"{type(e).__name__}: {e}", c.path, _spec_line(e, c.path)) from None
+    except BaseException as e:  # SystemExit too: a spec must not end nnfuzz silently
+        raise SpecError(_described(e), c.path, _spec_line(e, c.path)) from None
+
+
+def _described(e: BaseException) -> str:
+    """What went wrong, in one line."""
+    if isinstance(e, SystemExit):
+        return f"the spec called sys.exit({e.code!r})"
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _longest_line(text: str) -> int | None:
+    """The line with the most characters: where a compiler that ran out of stack most
+    likely choked (it tells no line)."""
+    lines = text.splitlines()
+    return max(range(len(lines)), key=lambda k: len(lines[k])) + 1 if lines else None
 
 
 def _spec_line(e: BaseException, path: str) -> int | None:
@@ -155,12 +183,44 @@ def _combine_examples(examples: list[dsl.Example]) -> list[dsl.Example]:
     return out
 
 
-def _expand_all(c: SpecContext) -> Iterator[TestModel]:
-    for ex in _combine_examples(c.examples):
-        yield from _expand_example(c, ex)
+MAX_TESTS_PER_SPEC = 10_000
+"""Test models one spec may expand to. Android's largest specs have a few thousand;
+variation groups multiply, so a loop of ``AddRelaxed()`` calls would otherwise make
+billions (and never finish)."""
 
 
-def _expand_example(c: SpecContext, ex: dsl.Example) -> Iterator[TestModel]:
+def _example_label(ex: dsl.Example) -> str:
+    return "Example" + (f" {ex.name!r}" if ex.name else "")
+
+
+def _expand_all(c: SpecContext) -> list[TestModel]:
+    """Every test model of the spec. Any failure (also in spec code a variation calls)
+    becomes a :class:`SpecError`, at the Example being expanded when no better line is
+    known."""
+    ex = None
+    try:
+        examples = _combine_examples(c.examples)
+        for ex in examples:
+            _prepare_variations(ex)
+        _check_test_count(c, examples)
+        tests: list[TestModel] = []
+        for ex in examples:
+            tests.extend(_expand_example(c, ex))
+        return tests
+    except KeyboardInterrupt:
+        raise
+    except SpecError as e:
+        if e.line is not None or ex is None:
+            raise
+        raise c.error(f"{_example_label(ex)}: {e.message}", ex.line) from None
+    except BaseException as e:
+        line = _spec_line(e, c.path) or (ex.line if ex is not None else None)
+        where = f"{_example_label(ex)}: " if ex is not None else ""
+        raise SpecError(where + _described(e), c.path, line) from None
+
+
+def _prepare_variations(ex: dsl.Example) -> None:
+    """Add the automatic lifetime variations and name the unnamed ones."""
     if (
         ex.testLifeTimeVariation
         and len(ex.model.operations) == 1
@@ -172,29 +232,61 @@ def _expand_example(c: SpecContext, ex: dsl.Example) -> Iterator[TestModel]:
         for v in group:
             if v.name is None:
                 v.SetToDefaultName()
+
+
+def _check_test_count(c: SpecContext, examples: list[dsl.Example]) -> None:
+    """Refuse, before making any, more test models than :data:`MAX_TESTS_PER_SPEC`
+    (counting every combination; converters that cannot apply skip some later)."""
+    counts = []
+    for ex in examples:
+        n = len(ex.feedDicts)
+        for group in ex.variations:
+            n *= len(group)
+        counts.append(n)
+    total = sum(counts)
+    if total > MAX_TESTS_PER_SPEC:
+        biggest = max(range(len(examples)), key=counts.__getitem__)
+        ex = examples[biggest]
+        feeds = len(ex.feedDicts)
+        raise c.error(
+            f"the spec expands to up to {total} test models, more than the "
+            f"{MAX_TESTS_PER_SPEC} a spec may have ({_example_label(ex)}: {feeds} "
+            f"feed{'s' if feeds != 1 else ''} x {len(ex.variations)} variation groups = "
+            f"{counts[biggest]}); use fewer variations or split the spec",
+            ex.line,
+        )
+
+
+def _expand_example(c: SpecContext, ex: dsl.Example) -> Iterator[TestModel]:
     for feed in ex.feedDicts:
         try:
             ex.model.Feed(feed)
         except KeyError as e:
-            raise c.error(f"Example has no value for operand {e.args[0]}", ex.line) from None
+            name = getattr(e.args[0], "name", e.args[0]) if e.args else "?"
+            raise c.error(
+                f"{_example_label(ex)} has no value for operand {name}", ex.line
+            ) from None
         for combination in itertools.product(*ex.variations):
-            model = copy.deepcopy(ex.model)
+            model = dsl.copy_model(ex.model)
+            names = [v.name for v in combination]
             try:
                 for variation in combination:
                     model = variation.ApplyTo(model)
             except dsl.SkipVariation:
                 continue
-            except SpecError:
-                raise
-            except Exception as e:
+            except SpecError as e:
+                if e.line is not None:
+                    raise
                 raise c.error(
-                    f"applying variations {[v.name for v in combination]}: {type(e).__name__}: {e}",
-                    ex.line,
+                    f"{_example_label(ex)}: applying variations {names}: {e.message}", ex.line
                 ) from None
-            names = [v.name for v in combination]
-            test_name = dsl.unique_name(
-                dsl.joined(c.spec_name, model.name, ex.name, *names), c.test_names, sep="_", start=1
-            )
+            except Exception as e:
+                raise SpecError(
+                    f"{_example_label(ex)}: applying variations {names}: {_described(e)}",
+                    c.path,
+                    _spec_line(e, c.path) or ex.line,
+                ) from None
+            test_name = c.test_names.add(dsl.joined(c.spec_name, model.name, ex.name, *names))
             version = c.version_overrides.get(test_name, model.version)
             model.Compile()
             yield _to_test_model(c, ex, model, test_name, version)
@@ -203,8 +295,8 @@ def _expand_example(c: SpecContext, ex: dsl.Example) -> Iterator[TestModel]:
 def _to_test_model(
     c: SpecContext, ex: dsl.Example, model: dsl.Model, name: str, version: str
 ) -> TestModel:
-    subgraphs = [_subgraph(c, model, main=True)]
-    subgraphs += [_subgraph(c, m, main=False) for m in model.referenced_models or []]
+    subgraphs = [_subgraph(c, ex, model, main=True)]
+    subgraphs += [_subgraph(c, ex, m, main=False) for m in model.referenced_models or []]
     try:
         hal_version = HalVersion[version] if isinstance(version, str) else HalVersion(version)
     except (KeyError, ValueError):
@@ -247,7 +339,7 @@ def _operand_lifetime(op: dsl.Operand) -> OperandLifeTime:
     return _LIFETIME[op.lifetime]
 
 
-def _subgraph(c: SpecContext, model: dsl.Model, *, main: bool) -> TestSubgraph:
+def _subgraph(c: SpecContext, ex: dsl.Example, model: dsl.Model, *, main: bool) -> TestSubgraph:
     index = {id(o): k for k, o in enumerate(model.operands)}
     by_name = {o.name: k for k, o in enumerate(model.operands)}
     operands = []
@@ -257,7 +349,7 @@ def _subgraph(c: SpecContext, model: dsl.Model, *, main: bool) -> TestSubgraph:
         except KeyError:
             raise c.error(f"operand {o.name}: unknown type {o.type.type!r}", o.line) from None
         lifetime = _operand_lifetime(o)
-        data = _operand_data(c, o, otype, lifetime, main)
+        data = _operand_data(c, ex, o, otype, lifetime, main)
         extra = o.type.extraParams
         cq = None
         if isinstance(extra, dsl.SymmPerChannelQuantParams) and not extra.hide:
@@ -298,32 +390,100 @@ def _subgraph(c: SpecContext, model: dsl.Model, *, main: bool) -> TestSubgraph:
 
 
 def _operand_data(
-    c, o: dsl.Operand, otype: OperandType, lifetime: OperandLifeTime, main: bool
+    c: SpecContext,
+    ex: dsl.Example,
+    o: dsl.Operand,
+    otype: OperandType,
+    lifetime: OperandLifeTime,
+    main: bool,
 ) -> list:
     if lifetime == L.SUBGRAPH:
         return [int(o.value[0])]
-    if lifetime in (L.TEMPORARY_VARIABLE, L.NO_VALUE):
+    if lifetime in (L.TEMPORARY_VARIABLE, L.NO_VALUE) or isinstance(o, dsl.IgnoredOutput):
         return []
+    fed = main and lifetime in (L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT)
+    # Wrong example values are the Example's fault; a constant's, its declaration's.
+    line, where = (ex.line, f"{_example_label(ex)}: ") if fed else (o.line, "")
     if o.value is None:
         if lifetime in (L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT) and not main:
             return []
-        raise c.error(f"operand {o.name} has no value", o.line)
-    values = list(o.value)
+        raise c.error(f"{where}operand {o.name} has no value", line)
+    values = o.value
     expected = 1 if o.type.IsScalar() else o.type.GetNumberOfElements()
     if not values and lifetime == L.SUBGRAPH_INPUT:
         return []  # an omitted (optional) input, as in Android's CTS
-    if len(values) != expected:
+    try:
+        data = _typed_values(values, otype)
+    except ValueError as e:
+        raise c.error(f"{where}operand {o.name} ({otype.name}): {e}", line) from None
+    if len(data) != expected:
         raise c.error(
-            f"operand {o.name} ({o.type.type} {o.type.dimensions}) needs {expected} values, got {len(values)}",
-            o.line,
+            f"{where}operand {o.name} ({o.type.type} {o.type.dimensions}) needs {expected} "
+            f"values, got {len(data)}",
+            line,
         )
-    if otype in (OperandType.BOOL, OperandType.TENSOR_BOOL8):
+    return data
+
+
+def _typed_values(values: list, otype: OperandType) -> list:
+    """``values`` as the Python numbers of ``otype`` (bool, float or int). Raises
+    ValueError naming the first value that is not a number, or for an integer type not
+    an integer in the type's range (an INT32 of 2**31 or a QUANT8 of 300 would fail
+    only when the model is built)."""
+    fast = _plain_typed_values(values, otype)
+    if fast is not None:
+        return fast
+    for v in values:  # find the culprit
+        if not dsl.is_real(v):
+            what = "a bool or a number" if otype in _BOOL_TYPES else "a number"
+            raise ValueError(f"value {dsl.short(v)} is not {what}")
+        if otype in _BOOL_TYPES or _is_float_type(otype):
+            continue
+        if isinstance(v, (float, np.floating)) and not (math.isfinite(v) and v == int(v)):
+            raise ValueError(f"value {v!r} is not an integer")
+        lo, hi = _int_range(otype)
+        if not lo <= int(v) <= hi:
+            raise ValueError(f"value {dsl.short(v)} is out of range [{lo}, {hi}]")
+    if otype in _BOOL_TYPES:
         return [bool(v) for v in values]
-    if o.type.IsFloat():
+    if _is_float_type(otype):
         # Keep the spec's values as written (Android's JSON does); the storage dtype
         # rounds them when a HAL model is built.
         return [float(v) for v in values]
     return [int(v) for v in values]
+
+
+def _plain_typed_values(values: list, otype: OperandType) -> list | None:
+    """:func:`_typed_values` checked with numpy for a flat list of plain numbers (large
+    constants load fast); None when some value needs a closer look."""
+    arr = np.asarray(values) if values else np.zeros(0)
+    if arr.ndim != 1 or arr.dtype.kind not in "biuf":
+        return None
+    if otype in _BOOL_TYPES:
+        return arr.astype(bool).tolist()
+    if _is_float_type(otype):
+        return [float(v) for v in values]
+    if arr.dtype.kind == "f" and not (np.isfinite(arr).all() and (arr == np.trunc(arr)).all()):
+        return None
+    lo, hi = _int_range(otype)
+    if arr.size and not (lo <= arr.min() and arr.max() <= hi):
+        return None
+    return [int(v) for v in values]
+
+
+_BOOL_TYPES = (OperandType.BOOL, OperandType.TENSOR_BOOL8)
+
+
+def _is_float_type(otype: OperandType) -> bool:
+    return otype.name in dsl.FLOAT_TYPES
+
+
+def _int_range(otype: OperandType) -> tuple[int, int]:
+    try:
+        info = np.iinfo(storage_dtype(otype))
+    except HalError:  # OEM: no storage type, any int64
+        info = np.iinfo(np.int64)
+    return int(info.min), int(info.max)
 
 
 def load_specs(paths: Iterable[str | Path]) -> Iterator[tuple[Path, list[TestModel] | SpecError]]:
@@ -333,6 +493,8 @@ def load_specs(paths: Iterable[str | Path]) -> Iterator[tuple[Path, list[TestMod
             yield p, load_spec(p)
         except SpecError as e:
             yield p, e
+        except Exception as e:  # a loader bug must not cost the other specs their run
+            yield p, SpecError(f"cannot load: {_described(e)}", str(p))
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - debugging aid

@@ -40,6 +40,7 @@ from randomgraph.spec.loader import load_specs
 from randomgraph.testmodel import TestModel
 
 PASS, FAIL, SKIP = "passed", "failed", "skipped"
+SPEC_ERROR = "spec error: "  # starts the reason of a test the spec got wrong
 
 
 @dataclass
@@ -102,17 +103,52 @@ def _driver_message(device) -> str:
     return f" ({msg})" if msg else ""
 
 
+def spec_problem(test: TestModel) -> str | None:
+    """Why ``test`` cannot be run on any driver, in a line, or None for a runnable test:
+    its model cannot be built, or the reference's validation rejects it although the
+    spec does not expect a failure (an Operation without outputs, a wrong operand count,
+    two writers of one operand...). Such a test is the spec's fault, not the driver's."""
+    built = _built(test)
+    return built if isinstance(built, str) else None
+
+
+def _built(test: TestModel) -> tuple[Model, list, list[np.ndarray]] | str:
+    """:meth:`TestModel.to_hal` of a valid test, else the spec error (a line)."""
+    try:
+        built = test.to_hal()
+    except Exception as e:
+        return f"{SPEC_ERROR}cannot build the test model: {type(e).__name__}: {e}"
+    if test.expect_failure:
+        return built
+    from driver.hal.types import HalError
+    from driver.validation import validate_model
+
+    try:
+        validate_model(built[0], HalVersion.V1_3)
+    except HalError as e:
+        return f"{SPEC_ERROR}the model is invalid: {e.message or e}"
+    except RecursionError:
+        return f"{SPEC_ERROR}the model is invalid: subgraphs nested too deeply to validate"
+    return built
+
+
 def run_test_model(device, test: TestModel, *, dynamic: bool = False) -> TestResult:
     """Prepare and execute one test model on ``device``; never raises for driver errors
-    (a Python exception from the driver is reported as a failure, "crash"). ``device``
-    may be a :class:`DriverSession`: the test then runs under its watchdog, a driver that
-    does not return in time is a failure ("hang"), and the session starts a fresh device
-    for the next test."""
+    (a Python exception from the driver is reported as a failure, "crash"). A test the
+    spec got wrong (:func:`spec_problem`) fails as a "spec error" without reaching the
+    driver. ``device`` may be a :class:`DriverSession`: the test then runs under its
+    watchdog, a driver that does not return in time is a failure ("hang"), and the
+    session starts a fresh device for the next test."""
     start = time.perf_counter()
-    session = DriverSession.around(device)
     result = TestResult(test.name, FAIL, source=test.source, dynamic=dynamic)
+    built = _built(test)
+    if isinstance(built, str):
+        result.reason = built
+        result.seconds = time.perf_counter() - start
+        return result
+    session = DriverSession.around(device)
     try:
-        session.run(lambda call: _run(session.device, test, dynamic, result))
+        session.run(lambda call: _run(session.device, test, built, dynamic, result))
     except DriverHang as e:
         # A fresh result: the abandoned run may still write into the other one.
         result = TestResult(test.name, FAIL, f"hang: {e}", source=test.source, dynamic=dynamic)
@@ -123,7 +159,7 @@ def run_test_model(device, test: TestModel, *, dynamic: bool = False) -> TestRes
     return result
 
 
-def _run(device, test: TestModel, dynamic: bool, result: TestResult) -> None:
+def _run(device, test: TestModel, built, dynamic: bool, result: TestResult) -> None:
     device_version = getattr(device, "version", HalVersion.V1_3)
     needed = test.min_supported_version
     if needed is not None and device_version < needed:
@@ -132,7 +168,7 @@ def _run(device, test: TestModel, dynamic: bool, result: TestResult) -> None:
             f"test needs HAL {needed.label}; the driver is HAL {HalVersion(device_version).label}"
         )
         return None
-    model, inputs, expected = test.to_hal()
+    model, inputs, expected = built
     if needed is None and device_version < HalVersion.V1_3 and not _valid_at(model, device_version):
         # UNKNOWN minimum version (relaxed tests): run only where the model is expressible.
         result.outcome = SKIP
@@ -291,7 +327,10 @@ def run_specs(
         for test in loaded:
             if not matches(test.name, pattern):
                 continue
-            record(run_test_model(session, test))
+            result = run_test_model(session, test)
+            record(result)
+            if result.reason.startswith(SPEC_ERROR):
+                continue  # the dynamic-shape variant would fail the same way
             if dynamic and wants_dynamic_variant(test, session.device):
                 record(run_test_model(session, test, dynamic=True))
     return summary
