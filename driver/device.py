@@ -41,7 +41,7 @@ import numpy as np
 
 from driver import cache as compilation_cache
 from driver.buffers import BufferRegistry, DriverBuffer
-from driver.executor import Executor
+from driver.executor import MAX_NESTING_DEPTH, Executor
 from driver.extensions import EXTENSIONS, ModelTypes, types_for, validate_extension_use
 from driver.hal.device import (
     DEFAULT_LOOP_TIMEOUT_NS,
@@ -82,6 +82,8 @@ from driver.operations.base import OperationDeclaration
 from driver.scheduler import Budget, PriorityScheduler
 from driver.sync import SyncFence
 from driver.validation import (
+    nesting_depth,
+    reachable_subgraphs,
     validate_deadline,
     validate_duration,
     validate_execution,
@@ -219,7 +221,7 @@ class ReferenceDevice:
 
     def _supports(self, model: Model, index: int) -> bool:
         op = model.main.operations[index]
-        if not _runnable(model, model.main, op, set(), self.types_for(model).operation):
+        if not _runnable(model, model.main, op, self.types_for(model).operation):
             return False
         if self.config.support_filter is not None:
             return bool(self.config.support_filter(model, index))
@@ -417,26 +419,29 @@ class ReferenceDevice:
         return ErrorStatus.NONE, buffer, token
 
 
-def _runnable(model: Model, sg, op, seen: set[int], resolve=declaration) -> bool:
+def _runnable(model: Model, sg, op, resolve=declaration) -> bool:
     """The reference has a kernel for ``op``, can map the pools its constant inputs live
     in and, for IF/WHILE, the same holds for every operation of the subgraphs it
-    references, transitively (``model`` is valid, so indexes are in range). ``resolve``
-    maps an operation type to its declaration (extensions included)."""
-    if resolve(op.type) is None:
-        return False
-    for i in op.inputs:
-        operand = sg.operands[i]
-        if (
-            operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE
-            and model.pools[operand.location.pool_index].name not in SUPPORTED_MEMORY_NAMES
-        ):
-            return False  # e.g. a non-BLOB hardware_buffer: preparing would fail
-        if operand.lifetime != OperandLifeTime.SUBGRAPH or operand.location.offset in seen:
-            continue
-        seen.add(operand.location.offset)
-        ref = model.referenced[operand.location.offset]
-        if not all(_runnable(model, ref, inner, seen, resolve) for inner in ref.operations):
+    reaches, which nest at most :data:`driver.executor.MAX_NESTING_DEPTH` levels deep
+    (``model`` is valid, so indexes are in range). ``resolve`` maps an operation type to
+    its declaration (extensions included)."""
+    reachable = reachable_subgraphs(model, sg, op) or []
+    if reachable and nesting_depth(model, sg, op) > MAX_NESTING_DEPTH:
+        return False  # execution would fail with GENERAL_FAILURE
+    places = [(sg, op)]
+    places += [
+        (model.referenced[k], inner) for k in reachable for inner in model.referenced[k].operations
+    ]
+    for body, inner in places:
+        if resolve(inner.type) is None:
             return False
+        for i in inner.inputs:
+            operand = body.operands[i]
+            if (
+                operand.lifetime == OperandLifeTime.CONSTANT_REFERENCE
+                and model.pools[operand.location.pool_index].name not in SUPPORTED_MEMORY_NAMES
+            ):
+                return False  # e.g. a non-BLOB hardware_buffer: preparing would fail
     return True
 
 

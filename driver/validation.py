@@ -119,6 +119,57 @@ def subgraph_name(index: int | None) -> str:
     return "main subgraph" if index is None else f"subgraph {index}"
 
 
+def referenced_by(sg: Subgraph, op: Operation) -> list[int]:
+    """The referenced subgraphs ``op`` of ``sg`` names directly (IF branches, WHILE
+    condition and body): the offsets of its SUBGRAPH operands."""
+    return [
+        sg.operands[i].location.offset
+        for i in op.inputs
+        if sg.operands[i].lifetime == OperandLifeTime.SUBGRAPH
+    ]
+
+
+def reachable_subgraphs(model: Model, sg: Subgraph, op: Operation) -> list[int] | None:
+    """Every referenced subgraph ``op`` reaches, directly or through the control flow
+    they hold, each once (a worklist: subgraphs may nest thousands deep, and share
+    branches, so that following every path would take exponential time); None if one
+    of them names no referenced subgraph."""
+    found: list[int] = []
+    seen: set[int] = set()
+    work = [(sg, op)]
+    while work:
+        sg, op = work.pop()
+        for k in referenced_by(sg, op):
+            if not 0 <= k < len(model.referenced):
+                return None
+            if k not in seen:
+                seen.add(k)
+                found.append(k)
+                body = model.referenced[k]
+                work.extend((body, inner) for inner in body.operations)
+    return found
+
+
+def nesting_depth(model: Model, sg: Subgraph, op: Operation) -> int:
+    """How many control-flow levels running ``op`` enters at most (0 for an operation
+    without subgraphs; an IF whose branch holds a WHILE: 2). ``model`` is valid, so the
+    subgraphs form no cycle."""
+    height: dict[int, int] = {}  # subgraph -> the levels below it (memoized: a DAG)
+    stack = [(k, False) for k in referenced_by(sg, op)]
+    while stack:
+        k, expanded = stack.pop()
+        if k in height:
+            continue
+        body = model.referenced[k]
+        below = [r for inner in body.operations for r in referenced_by(body, inner)]
+        if expanded or not below:
+            height[k] = max((1 + height.get(r, 0) for r in below), default=0)
+        else:
+            stack.append((k, True))
+            stack.extend((r, False) for r in below if r not in height)
+    return max((1 + height[k] for k in referenced_by(sg, op)), default=0)
+
+
 # ---------------------------------------------------------------------------------------
 # Per-type rules (one table, read by the operand loop)
 # ---------------------------------------------------------------------------------------
@@ -1533,8 +1584,11 @@ __all__ = [
     "BufferAllocation",
     "combine_dimensions",
     "match_signature",
+    "nesting_depth",
     "operation_versions",
+    "reachable_subgraphs",
     "read_constant",
+    "referenced_by",
     "subgraph_name",
     "uint32_dims",
     "validate_buffer_desc_and_roles",

@@ -27,11 +27,16 @@ from driver.hal.types import (
     MeasureTiming,
     Memory,
     MemoryHandle,
+    Model,
+    Operand,
+    OperandLifeTime,
     OperandType,
+    Operation,
     OperationType,
     Priority,
     Request,
     RequestArgument,
+    Subgraph,
 )
 from driver.memory import SharedMemory, allocate_shared_memory, memory_from_bytes
 from driver.registry import DriverLoadError, load_device
@@ -557,6 +562,46 @@ def test_an_operation_whose_constant_lives_in_an_unmappable_pool_is_unsupported(
     )
     assert device.get_supported_operations(unmappable) == (ErrorStatus.NONE, [False, True])
     assert device.prepare_model(unmappable) == (ErrorStatus.GENERAL_FAILURE, None)
+
+
+def nested_if_model(levels: int) -> Model:
+    """``levels`` IF operations nested in each other's branches (both branches of each
+    name the next subgraph; the innermost holds an ABS): a model of a few KB whose paths
+    through the branches number 2**levels."""
+    L = OperandLifeTime
+    cond = Operand(T.TENSOR_BOOL8, (1,), 2, lifetime=L.SUBGRAPH_INPUT)
+    x = Operand(F32, (2,), 1, lifetime=L.SUBGRAPH_INPUT)
+    out = Operand(F32, (2,), 0, lifetime=L.SUBGRAPH_OUTPUT)
+    subgraphs = []
+    for k in range(levels):
+        branch = Operand(T.SUBGRAPH, (), 1, lifetime=L.SUBGRAPH, location=DataLocation(0, k, 0))
+        operands = (cond, branch, dataclasses.replace(branch), x, out)
+        subgraphs.append(
+            Subgraph(operands, (Operation(OperationType.IF, (0, 1, 2, 0, 3), (4,)),), (0, 3), (4,))
+        )
+    innermost = (dataclasses.replace(cond, number_of_consumers=0), x, out)
+    subgraphs.append(Subgraph(innermost, (Operation(OperationType.ABS, (1,), (2,)),), (0, 1), (2,)))
+    return Model(main=subgraphs[0], referenced=tuple(subgraphs[1:]))
+
+
+def test_control_flow_nesting_is_supported_exactly_as_deep_as_it_runs(device):
+    # Deeper than the executor's bound: unsupported up front (not a GENERAL_FAILURE after
+    # "supported"); thousands deep or 2**levels paths: answered at once, no recursion.
+    from driver.executor import MAX_NESTING_DEPTH
+
+    deepest = nested_if_model(MAX_NESTING_DEPTH)
+    assert device.get_supported_operations(deepest) == (ErrorStatus.NONE, [True])
+    pm = prepare(device, deepest)
+    inputs = [np.array([True]), np.array([-1.5, 2.0], np.float32)]
+    rb = build_request(deepest, inputs)
+    assert pm.execute_synchronously(rb.request)[0] == ErrorStatus.NONE
+    assert rb.output_bytes(0) == np.array([1.5, 2.0], np.float32).tobytes()
+    for levels in (MAX_NESTING_DEPTH + 1, 3000):
+        too_deep = nested_if_model(levels)
+        started = time.monotonic()
+        assert device.get_supported_operations(too_deep) == (ErrorStatus.NONE, [False])
+        assert device.prepare_model(too_deep) == (ErrorStatus.GENERAL_FAILURE, None)
+        assert time.monotonic() - started < 5
 
 
 # --- memory domains ----------------------------------------------------------------------

@@ -540,6 +540,22 @@ def test_a_failing_step_fails_the_execution_and_names_it():
     assert "step 2 on broken-quant" in device.last_error
 
 
+@pytest.mark.parametrize("name", ["partial-float", "partitioned:partial-float,partial-quant"])
+def test_shared_branches_are_checked_once_not_once_per_path(name):
+    # 30 nested IFs whose two branches share the next subgraph: 2**30 paths. Following
+    # each (as the partial drivers did) took 28 s at 24 levels, and recursion ended in a
+    # RecursionError past a few hundred.
+    import time
+
+    from tests.test_device import nested_if_model
+
+    for levels, supported in ((30, True), (3000, False)):
+        started = time.monotonic()
+        status, flags = load_device(name).get_supported_operations(nested_if_model(levels))
+        assert (status, flags) == (E.NONE, [supported])
+        assert time.monotonic() - started < 5
+
+
 def test_a_member_that_raises_fails_a_launched_execution_instead_of_losing_it():
     # The launch returned NONE before the step ran: its callback and fence must still
     # report (GENERAL_FAILURE), or the caller waits forever.

@@ -50,6 +50,7 @@ from driver.hal.types import (
     is_extension_type,
     is_scalar_type,
 )
+from driver.validation import reachable_subgraphs
 
 T = OperandType
 Op = OperationType
@@ -76,15 +77,27 @@ class SupportRule:
     relaxed: bool = True
 
     def supports(self, model: Model, index: int) -> bool:
-        """The :data:`driver.device.SupportFilter` for main-subgraph operation ``index``."""
-        return self._supports(model, model.main, model.main.operations[index], set())
+        """The :data:`driver.device.SupportFilter` for main-subgraph operation ``index``:
+        the operation, and for IF/WHILE every operation of every subgraph it reaches."""
+        op = model.main.operations[index]
+        if not self._supports_alone(model.main, op, model.relaxed):
+            return False
+        if op.type not in _CONTROL_FLOW:
+            return True
+        reachable = reachable_subgraphs(model, model.main, op)
+        return reachable is not None and all(
+            self._supports_alone(model.referenced[k], inner, model.relaxed)
+            for k in reachable
+            for inner in model.referenced[k].operations
+        )
 
-    def _supports(self, model: Model, sg: Subgraph, op: Operation, visiting: set[int]) -> bool:
+    def _supports_alone(self, sg: Subgraph, op: Operation, relaxed: bool) -> bool:
+        """``op`` by itself: its type and operand types (IF/WHILE: not their subgraphs)."""
         if is_extension_type(op.type):
             return False
         if self.operations is not None and op.type not in self.operations:
             return False
-        if model.relaxed and not self.relaxed:
+        if relaxed and not self.relaxed:
             return False
         operands = sg.operands
         seen_compute = False
@@ -99,32 +112,7 @@ class SupportRule:
                 seen_compute = True
             elif t not in AUXILIARY_TENSORS:
                 return False
-        if op.type in _CONTROL_FLOW:
-            return self._supports_referenced(model, sg, op, visiting)
-        return seen_compute
-
-    def _supports_referenced(
-        self, model: Model, sg: Subgraph, op: Operation, visiting: set[int]
-    ) -> bool:
-        for i in op.inputs:
-            operand = sg.operands[i]
-            if operand.lifetime != OperandLifeTime.SUBGRAPH:
-                continue
-            k = operand.location.offset
-            if not 0 <= k < len(model.referenced):
-                return False
-            if k in visiting:  # a cycle: invalid anyway, and must not recurse forever
-                return False
-            visiting.add(k)
-            try:
-                body = model.referenced[k]
-                if not all(
-                    self._supports(model, body, inner, visiting) for inner in body.operations
-                ):
-                    return False
-            finally:
-                visiting.discard(k)
-        return True
+        return seen_compute or op.type in _CONTROL_FLOW
 
 
 FLOAT_RULE = SupportRule(FLOAT_TENSORS)
