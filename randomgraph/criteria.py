@@ -64,6 +64,12 @@ def generated_tolerance(type_code: int, *, fp16_model: bool, mobilenet_quantized
     return (3.0 if mobilenet_quantized else 1.0), 0.0
 
 
+def non_finite_agree(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Where both are NaN or both the same infinity (no tolerance makes inf - inf, a
+    NaN, small)."""
+    return (np.isnan(actual) & np.isnan(expected)) | (np.isinf(actual) & (actual == expected))
+
+
 def check_generated(
     output: int,
     type_code: int,
@@ -73,7 +79,8 @@ def check_generated(
     fp16_model: bool,
     mobilenet_quantized: bool = False,
 ) -> Mismatch | None:
-    """None if ``actual`` passes the generated-test criteria against ``expected``."""
+    """None if ``actual`` passes the generated-test criteria against ``expected``
+    (non-finite values must agree exactly: both NaN, or the same infinity)."""
     if tuple(actual.shape) != tuple(expected.shape) and actual.size != expected.size:
         return Mismatch(
             output, -1, expected.size, [], f"shape {list(actual.shape)} != {list(expected.shape)}"
@@ -91,8 +98,10 @@ def check_generated(
         ef = e.astype(np.float64)
         with np.errstate(invalid="ignore"):
             bad = ~(np.abs(af - ef) <= atol + rtol * np.abs(ef))
-        # NaN expected: actual must be NaN too.
-        bad &= ~(np.isnan(af) & np.isnan(ef))
+        # An infinite expectation makes the relative tolerance infinite: anything would
+        # pass (as in Android's EXPECT_NEAR). Non-finite values must agree exactly.
+        bad |= ~np.isfinite(ef)
+        bad &= ~non_finite_agree(af, ef)
         rule = f"atol {atol:g}, rtol {rtol:g}"
     if not bad.any():
         return None
@@ -220,7 +229,7 @@ def check_random_graph_output(
     if a.size == e.size and type_code in FLOAT_TYPES and a.size:
         af = a.astype(np.float64).reshape(-1)
         ef = e.astype(np.float64).reshape(-1)
-        agree = (np.isnan(af) & np.isnan(ef)) | (np.isinf(af) & (af == ef))
+        agree = non_finite_agree(af, ef)
         if agree.any():
             af, ef = af.copy(), ef.copy()
             af[agree] = ef[agree] = 0.0

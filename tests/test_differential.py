@@ -303,6 +303,28 @@ def test_non_finite_values_that_agree_pass():
     assert compare_outputs(t, "strict", [np.array([0.0, np.inf, 1.0], np.float32)], e)
 
 
+@pytest.mark.parametrize(
+    "actual, passes",
+    [
+        ([np.inf, -np.inf, np.nan, 1.0], True),  # the same non-finite values
+        ([-np.inf, -np.inf, np.nan, 1.0], False),  # the other infinity
+        ([0.0, -np.inf, np.nan, 1.0], False),  # finite where inf is expected
+        ([np.inf, -np.inf, 0.0, 1.0], False),  # finite where NaN is expected
+        ([np.inf, -np.inf, np.nan, np.inf], False),  # inf where 1 is expected
+    ],
+)
+@pytest.mark.parametrize("type_code", [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16])
+def test_generated_criteria_hold_non_finite_values_to_exact_agreement(actual, passes, type_code):
+    # With an infinite expectation the relative tolerance is infinite too: any value
+    # passed (an inf - inf NaN failed instead).
+    from randomgraph.criteria import check_generated
+
+    expected = np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)
+    got = np.array(actual, np.float32)
+    fp16 = type_code == T.TENSOR_FLOAT16
+    assert (check_generated(0, type_code, got, expected, fp16_model=fp16) is None) == passes
+
+
 def test_bias_catches_systematic_rounding_in_strict_only():
     rng = np.random.default_rng(1)
     q = rng.integers(0, 255, 100).astype(np.uint8)
