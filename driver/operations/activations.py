@@ -309,7 +309,7 @@ def _execute_logistic_tanh(ctx: OperationContext) -> list[np.ndarray]:
     xf = float_kernel(x)
     if is_tanh:
         return [float_result(np.tanh(xf), ctx)]
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # (a signaling NaN input: NaN out)
         out = np.negative(xf)  # 1.f / (1.f + std::exp(-x)), in place after the first op
         np.exp(out, out=out)
         out += np.float32(1)
