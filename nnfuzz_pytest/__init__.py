@@ -8,7 +8,10 @@ runs the shipped properties (``nnfuzz_pytest.conformance``) against the driver; 
 - :mod:`nnfuzz_pytest.strategies` — Hypothesis strategies: valid models (``Case``),
   requests, VTS-style model and request mutations;
 - :mod:`nnfuzz_pytest.harness` — time-limited driver calls with HANG/CRASH verdicts,
-  every execution path, output read-back;
+  every execution path (request pools of any kind, executeFenced waiting on real sync
+  fences), output read-back;
+- :mod:`nnfuzz_pytest.checks` — the shared assertions: success with its timing and
+  output shapes, clean failures, output comparison under the criteria, device queries;
 - :mod:`nnfuzz_pytest.budget` — budgets and the ``nnfuzz-ci/dev/nightly`` profiles;
 - fixtures (from the plugin): ``nn_driver``, ``nn_device``, ``nn_version``,
   ``nn_reference``, ``nn_prepare``, ``nn_strategies``, ``nn_budget``, ``nn_session``.

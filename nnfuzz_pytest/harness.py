@@ -42,8 +42,10 @@ from driver.hal.types import (
     Timing,
     is_scalar_type,
     non_extension_size_of_data,
+    tensor_has_unspecified_dimensions,
 )
 from driver.operations.base import array_from_bytes
+from driver.sync import SyncFence
 
 V = HalVersion
 
@@ -171,9 +173,16 @@ class Execution:
     path: str
     status: int
     shapes: list[OutputShape]
-    timing: Timing
+    timing: Timing  # fenced: timingFenced
     outputs: list[np.ndarray] | None = None
     launch_status: int | None = None  # async/fenced: the status the launch returned
+    measure: int = MeasureTiming.NO  # what the execution was asked to measure
+    timing_launched: Timing | None = None  # fenced: timingLaunched
+    fence_status: int | None = None  # fenced: waiting on the returned fence (None: none)
+    # The output dims the model and request fully specify, which a successful execution
+    # must report (None for an output left unspecified); None when the path reports no
+    # shapes (HAL 1.0/1.1, executeFenced).
+    declared_dims: list[tuple[int, ...] | None] | None = None
 
     @property
     def ok(self) -> bool:
@@ -184,6 +193,112 @@ class Execution:
         if self.launch_status is not None and self.launch_status != self.status:
             text += f" (launch returned {_status_name(self.launch_status)})"
         return text
+
+
+MEMORY_NAME_VERSIONS = {"ashmem": V.V1_0, "mmap_fd": V.V1_0, "hardware_buffer_blob": V.V1_3}
+"""Request pool kinds a driver must map, and from which HAL version (seed 004:
+``hardware_buffer_blob`` exists from 1.2 but is required only from 1.3)."""
+
+
+def memory_names_for(version: HalVersion) -> tuple[str, ...]:
+    return tuple(name for name, since in MEMORY_NAME_VERSIONS.items() if since <= version)
+
+
+def with_pool_names(bundle: RequestBundle, input_name: str, output_name: str) -> RequestBundle:
+    """``bundle`` with its input and output pools presented as the named memory kinds
+    (the same shared memory: every kind the harness uses is a mappable fd)."""
+    renamed = {}
+    for pool, name in ((bundle.input_pool, input_name), (bundle.output_pool, output_name)):
+        if isinstance(pool, Memory) and pool.name != name:
+            renamed[id(pool)] = Memory(name, pool.size, pool.handle)
+    if not renamed:
+        return bundle
+    pools = [renamed.get(id(p), p) for p in bundle.request.pools]
+    return replace(
+        bundle,
+        request=replace(bundle.request, pools=tuple(pools)),
+        input_pool=renamed.get(id(bundle.input_pool), bundle.input_pool),
+        output_pool=renamed.get(id(bundle.output_pool), bundle.output_pool),
+    )
+
+
+FENCE_STATES = ("signalled", "later", "failed", "failed later")
+"""What a fence given to executeFenced does: signalled before the launch, signalled by
+the harness :data:`FENCE_DELAY` seconds after it, or either with an error (a failed
+producer)."""
+FENCE_DELAY = 0.01  # long enough for executeFenced to return first, short for the suite
+
+
+class _FenceRelease:
+    """The fences of one executeFenced and the timer that signals the "later" ones; it
+    notes an execution that was over before they were signalled (a driver that does not
+    wait for its fences)."""
+
+    def __init__(self, states: Sequence[str]):
+        unknown = [s for s in states if s not in FENCE_STATES]
+        if unknown:
+            raise ValueError(f"unknown fence state(s) {unknown}: use {FENCE_STATES}")
+        self.fences = [SyncFence() for _ in states]
+        self._pending = []
+        for fence, state in zip(self.fences, states):
+            failed = state.startswith("failed")
+            if state.endswith("later"):
+                self._pending.append((fence, failed))
+            else:
+                fence.signal(error=failed)
+        # A fence failed before the launch may end the execution at once.
+        self._judged = bool(self._pending) and "failed" not in states
+        self._lock = threading.Lock()
+        self._released = not self._pending
+        self._result_fence: Any = None
+        self._timer: threading.Timer | None = None
+        self.too_early = False
+
+    def start(self) -> None:
+        if self._pending:
+            self._timer = threading.Timer(FENCE_DELAY, self._release)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def launched(self, result_fence: Any) -> None:
+        """executeFenced returned NONE with ``result_fence`` (None: the work is done)."""
+        with self._lock:
+            if self._judged and not self._released:
+                if result_fence is None:
+                    self.too_early = True
+                self._result_fence = result_fence
+
+    def _release(self) -> None:
+        with self._lock:
+            fence = self._result_fence
+            if fence is not None and fence.wait(0) != ErrorStatus.MISSED_DEADLINE_TRANSIENT:
+                self.too_early = True  # signalled before what it waits for
+            for pending, failed in self._pending:
+                pending.signal(error=failed)
+            self._released = True
+
+    def join(self) -> None:
+        if self._timer is not None:
+            self._timer.join()
+
+
+def declared_output_dims(model: Model, request: Request) -> list[tuple[int, ...] | None]:
+    """Each output's dims as the model and request together fully specify them (None
+    where they leave any unspecified)."""
+    main = model.main
+    dims: list[tuple[int, ...] | None] = []
+    for k, idx in enumerate(main.output_indexes):
+        operand = main.operands[idx]
+        given = tuple(operand.dimensions)
+        if k < len(request.outputs) and request.outputs[k].dimensions:
+            given = tuple(request.outputs[k].dimensions)
+        if is_scalar_type(operand.type):
+            dims.append(())
+        elif tensor_has_unspecified_dimensions(operand.type, given):
+            dims.append(None)
+        else:
+            dims.append(given)
+    return dims
 
 
 @dataclass
@@ -283,9 +398,27 @@ class DriverUnderTest:
         *,
         measure: MeasureTiming | None = None,
         deadline: int | None = None,
+        fences: Sequence[str] = (),
     ) -> Execution:
-        """One execution on ``path``; waits for asynchronous completion (bounded)."""
+        """One execution on ``path``; waits for asynchronous completion (bounded).
+        ``fences``: the states of the sync fences executeFenced waits for
+        (:data:`FENCE_STATES`)."""
         measure = self.measure if measure is None else measure
+        execution = self._execute(prepared, request, path, measure, deadline, fences)
+        execution.measure = measure
+        if self.version >= V.V1_2 and path != "fenced":
+            execution.declared_dims = declared_output_dims(prepared.model, request)
+        return execution
+
+    def _execute(
+        self,
+        prepared: Prepared,
+        request: Request,
+        path: str,
+        measure: MeasureTiming,
+        deadline: int | None,
+        fences: Sequence[str],
+    ) -> Execution:
         pm = prepared.handle
         timeout = self.timeout
         if path == "sync":
@@ -343,22 +476,35 @@ class DriverUnderTest:
                 raise
             return Execution(path, status, list(shapes or []), timing, launch_status=launch)
         if path == "fenced":
+            release = _FenceRelease(fences)
 
             def fenced_run():
-                st, fence, callback = pm.execute_fenced(request, [], measure, deadline, None, None)
+                release.start()
+                st, fence, callback = pm.execute_fenced(
+                    request, release.fences, measure, deadline, None, None
+                )
                 if st != ErrorStatus.NONE:
-                    return st, None, NO_TIMING
-                if (
-                    fence is not None
-                    and fence.wait(timeout) == ErrorStatus.MISSED_DEADLINE_TRANSIENT
-                ):
-                    return None, None, None  # the fence never signalled
+                    return st, None, NO_TIMING, None, None
+                release.launched(fence)
+                fence_status = None
+                if fence is not None:
+                    fence_status = fence.wait(timeout)
+                    if fence_status == ErrorStatus.MISSED_DEADLINE_TRANSIENT:
+                        return None, None, None, None, None  # never signalled
+                release.join()
                 if callback is None:
-                    return st, st, NO_TIMING
-                info_status, _launched, fenced_timing = callback.get_execution_info()
-                return st, info_status, fenced_timing
+                    return st, st, NO_TIMING, None, fence_status
+                info_status, launched, fenced_timing = callback.get_execution_info()
+                return st, info_status, fenced_timing, launched, fence_status
 
-            launch, status, timing = self.call("executeFenced", fenced_run, timeout=timeout + 1)
+            launch, status, timing, launched, fence_status = self.call(
+                "executeFenced", fenced_run, timeout=timeout + 1
+            )
+            if release.too_early:
+                raise AssertionError(
+                    "executeFenced finished (no fence returned, or the returned fence "
+                    "signalled) before the fences it waits for were signalled"
+                )
             if launch is None:
                 HUNG_CALLS.append("executeFenced fence")
                 raise DriverHang(
@@ -366,7 +512,15 @@ class DriverUnderTest:
                 )
             if status is None:
                 return Execution(path, launch, [], NO_TIMING, launch_status=launch)
-            return Execution(path, status, [], timing, launch_status=launch)
+            return Execution(
+                path,
+                status,
+                [],
+                timing,
+                launch_status=launch,
+                timing_launched=launched,
+                fence_status=fence_status,
+            )
         raise ValueError(f"unknown execution path {path!r}")
 
     def run(
@@ -376,12 +530,21 @@ class DriverUnderTest:
         path: str = "sync",
         *,
         output_sizes: Sequence[int] | None = None,
+        output_dims: Sequence[Sequence[int] | None] | None = None,
         deadline: int | None = None,
         measure: MeasureTiming | None = None,
+        pools: tuple[str, str] = ("ashmem", "ashmem"),
+        fences: Sequence[str] = (),
     ) -> Execution:
-        """Execute with a fresh request for ``inputs`` and read the outputs back."""
-        bundle = build_request(prepared.model, list(inputs), output_sizes=output_sizes)
-        execution = self.execute(prepared, bundle.request, path, deadline=deadline, measure=measure)
+        """Execute with a fresh request for ``inputs`` and read the outputs back.
+        ``pools``: the memory kinds of the input pool and the output pool."""
+        bundle = build_request(
+            prepared.model, list(inputs), output_sizes=output_sizes, output_dims=output_dims
+        )
+        bundle = with_pool_names(bundle, *pools)
+        execution = self.execute(
+            prepared, bundle.request, path, deadline=deadline, measure=measure, fences=fences
+        )
         if execution.ok:
             execution.outputs = read_outputs(prepared.model, bundle, execution.shapes)
         return execution
@@ -393,13 +556,17 @@ def _last_error(device: Any) -> str:
 
 
 def read_outputs(model: Model, bundle: RequestBundle, shapes: Sequence[OutputShape]) -> list:
-    """The output arrays of a finished execution (dims from the reported shapes where
-    the model leaves them unknown)."""
+    """The output arrays of a finished execution: dims from the reported shapes, else
+    from the request (which may specify what the model leaves unknown), else the
+    model's."""
     main = model.main
     outs = []
+    requested = bundle.request.outputs
     for k, idx in enumerate(main.output_indexes):
         operand = main.operands[idx]
         dims = tuple(operand.dimensions)
+        if k < len(requested) and requested[k].dimensions:
+            dims = tuple(requested[k].dimensions)
         if k < len(shapes) and shapes[k].dimensions:
             dims = tuple(shapes[k].dimensions)
         if is_scalar_type(operand.type):
@@ -416,6 +583,34 @@ def output_sizes_for(model: Model, expected: Sequence[np.ndarray]) -> list[int]:
         max(1, non_extension_size_of_data(main.operands[i].type, tuple(e.shape)))
         for i, e in zip(main.output_indexes, expected)
     ]
+
+
+def has_unspecified_outputs(model: Model) -> bool:
+    main = model.main
+    return any(
+        tensor_has_unspecified_dimensions(main.operands[i].type, main.operands[i].dimensions)
+        for i in main.output_indexes
+    )
+
+
+def fenced_output_dims(
+    model: Model, expected: Sequence[np.ndarray]
+) -> list[tuple[int, ...] | None] | None:
+    """Request output dims that fully specify the outputs ``model`` leaves unspecified,
+    taken from the expected outputs (executeFenced needs fully specified outputs); None
+    when one of those is zero-sized: a request dim of 0 means "unknown", so no request
+    can specify it."""
+    main = model.main
+    dims: list[tuple[int, ...] | None] = []
+    for i, value in zip(main.output_indexes, expected):
+        operand = main.operands[i]
+        if not tensor_has_unspecified_dimensions(operand.type, operand.dimensions):
+            dims.append(None)  # the model's own dims
+        elif 0 in np.shape(value) or np.ndim(value) == 0:
+            return None
+        else:
+            dims.append(tuple(np.shape(value)))
+    return dims
 
 
 def with_pool_token(

@@ -25,10 +25,13 @@ SUITE_DIR = Path(__file__).resolve().parent / "conformance"
 SUITE_PACKAGE = "nnfuzz_pytest.conformance"
 MARKERS = {
     "nnfuzz": "an nnfuzz driver-conformance property (needs --nn-driver)",
-    "nn_validation": "nnfuzz: invalid models and requests are rejected, valid ones accepted",
-    "nn_differential": "nnfuzz: outputs agree with the reference driver under the criteria",
+    "nn_validation": "nnfuzz: invalid models and requests are rejected, valid ones accepted, "
+    "device queries valid and constant",
+    "nn_differential": "nnfuzz: outputs agree with the reference driver under the criteria "
+    "(per operation and data type, and over generated graphs)",
     "nn_metamorphic": "nnfuzz: equivalent models/executions give equivalent outputs",
-    "nn_qos": "nnfuzz: deadlines, memory domains, insufficient output buffers",
+    "nn_qos": "nnfuzz: deadlines and priorities, timing, fences, memory domains, "
+    "insufficient output buffers",
     "nn_stateful": "nnfuzz: random driver lifecycles checked against a model of its state",
     "nn_stress": "nnfuzz: concurrency, memory pressure and long runs (long with nightly)",
 }

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from driver.hal.types import ErrorStatus, HalVersion, OperationType
+from driver.hal.types import ErrorStatus, HalVersion, MeasureTiming, OperationType
 from nnfuzz_pytest.budget import BUDGETS, Budget, property_settings
-from nnfuzz_pytest.harness import DriverCrash, DriverHang, DriverUnderTest
+from nnfuzz_pytest.harness import DriverCrash, DriverHang, DriverUnderTest, memory_names_for
 from nnfuzz_pytest.strategies import FAMILIES, Case, generated_models, one_operation_models
 
 V = HalVersion
@@ -60,10 +60,18 @@ class NNSession:
             self._support["ops"] = frozenset(ops)
         return self._support["ops"]
 
-    def _probe(self, op: int) -> bool:
-        case = first_case(self.version, op)
+    def supports(self, op: int, type_code: int) -> bool:
+        """Whether the driver supports ``op`` on tensors of ``type_code`` (asked once, on
+        a small model; False when the families make no such model at its version)."""
+        key = ("signature", op, type_code)
+        if key not in self._support:
+            self._support[key] = op in self.supported_operations() and self._probe(op, {type_code})
+        return self._support[key]
+
+    def _probe(self, op: int, types: Collection[int] | None = None) -> bool:
+        case = first_case(self.version, op, types)
         if case is None:
-            return False  # nothing of this operation exists at this HAL version
+            return False  # nothing of this operation (and type) exists at this HAL version
         try:
             status, supported = self.driver.supported(case.model)
         except (DriverHang, DriverCrash):
@@ -75,9 +83,12 @@ class NNSession:
     def models(self, **kw) -> st.SearchStrategy[Case]:
         """Valid cases for the driver: its HAL version, ``--nn-ops``, what it supports.
         The generated one-operation families, plus the random-graph generator's graphs
-        (restricted to ``--nn-ops`` when given) unless ``types``/``layout`` narrow the
-        request to what only the families produce."""
-        ops = set(kw.pop("operations", None) or self.supported_operations())
+        (restricted to ``--nn-ops`` and ``operations`` when given) unless ``graphs`` is
+        False or ``types``/``layout`` narrow the request to what only the families
+        produce."""
+        explicit = kw.pop("operations", None)
+        with_graphs = kw.pop("graphs", True)
+        ops = set(explicit or self.supported_operations())
         ops &= set(self.supported_operations())
         if kw.get("layout"):
             from nnfuzz_pytest.strategies import LAYOUT_OPERATIONS
@@ -85,10 +96,19 @@ class NNSession:
             ops &= LAYOUT_OPERATIONS
         own = one_operation_models(self.version, operations=ops, **kw) if ops else None
         graphs = None
-        if kw.get("types") is None and not kw.get("layout"):
-            graphs = generated_models(self.version, operations=self.operations)
+        if with_graphs and kw.get("types") is None and not kw.get("layout"):
+            graph_ops = self.operations
+            if explicit is not None:
+                graph_ops = frozenset(explicit) & (self.operations or frozenset(explicit))
+            if graph_ops is None or graph_ops:
+                graphs = generated_models(self.version, operations=graph_ops)
         choices = [s for s in (own, graphs) if s is not None]
         return st.one_of(choices) if choices else st.nothing()
+
+    def graph_models(self) -> st.SearchStrategy[Case]:
+        """The random-graph generator's graphs for the driver (``--nn-ops`` applies)."""
+        graphs = generated_models(self.version, operations=self.operations)
+        return graphs if graphs is not None else st.nothing()
 
     def settings(self, weight: float = 1.0) -> settings:
         return property_settings(self.budget, self.profile, weight)
@@ -123,9 +143,10 @@ class NNSession:
         return path
 
 
-def first_case(version: HalVersion, op: int) -> Case | None:
-    """A deterministic small valid case with operation ``op`` (None if there is none at
-    ``version``): one generated example, no shrinking."""
+def first_case(version: HalVersion, op: int, types: Collection[int] | None = None) -> Case | None:
+    """A deterministic small valid case with operation ``op`` (of a main tensor type in
+    ``types`` when given); None if there is none at ``version``: one generated example,
+    no shrinking."""
     from hypothesis import Phase
 
     found: list[Case] = []
@@ -133,7 +154,7 @@ def first_case(version: HalVersion, op: int) -> Case | None:
     @settings(
         database=None, max_examples=1, derandomize=True, phases=[Phase.generate], deadline=None
     )
-    @given(one_operation_models(version, operations={op}))
+    @given(one_operation_models(version, operations={op}, types=types))
     def grab(case: Case) -> None:
         found.append(case)
 
@@ -173,6 +194,22 @@ def require_version(minimum: HalVersion, what: str) -> None:
 def models(**kw) -> st.SearchStrategy[Case]:
     """Valid cases for the active driver (resolved when first drawn)."""
     return st.deferred(lambda: active().models(**kw))
+
+
+def execution_options(driver: DriverUnderTest) -> st.SearchStrategy[dict[str, Any]]:
+    """Keyword arguments of :meth:`DriverUnderTest.run` for a valid execution on
+    ``driver``: the request's pool kinds (every kind its HAL version must map), timing
+    measured or not (HAL 1.2+), and for executeFenced (1.3) fences that signal before or
+    after the launch. Shrinks to ashmem pools, measured, no fences."""
+    version = driver.version
+    names = st.sampled_from(memory_names_for(version))
+    measures = [MeasureTiming.YES, MeasureTiming.NO] if version >= V.V1_2 else [MeasureTiming.NO]
+    fences = st.just(())
+    if "fenced" in driver.paths:
+        fences = st.lists(st.sampled_from(("signalled", "later")), max_size=3).map(tuple)
+    return st.fixed_dictionaries(
+        {"pools": st.tuples(names, names), "measure": st.sampled_from(measures), "fences": fences}
+    )
 
 
 def _case_in(args: tuple, kwargs: dict) -> Case | None:

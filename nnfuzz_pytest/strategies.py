@@ -485,6 +485,13 @@ LAYOUT_OPERATIONS = frozenset({O.CONV_2D, O.AVERAGE_POOL_2D, O.MAX_POOL_2D})
 OPERATIONS = frozenset(op for ops, _ in FAMILIES.values() for op in ops)
 
 
+def operation_types(op: int, version: HalVersion) -> list[int]:
+    """The main tensor types the families may generate ``op`` with at ``version`` (a
+    type the operation turns out not to take there gives no valid case)."""
+    table = ELEMENTWISE.get(op) or ACTIVATIONS.get(op) or CONV_TYPES
+    return [t for t, since in table.items() if since <= version and TYPE_VERSIONS[t] <= version]
+
+
 def one_operation_models(
     version: HalVersion = V.V1_3,
     *,
@@ -643,6 +650,7 @@ __all__ = [
     "generated_models",
     "model_mutations",
     "one_operation_models",
+    "operation_types",
     "request_mutations",
     "requests",
     "valid_models",

@@ -151,3 +151,302 @@ def pid_stamping() -> PidStampingDevice:
 
 def unloadable() -> Any:
     raise RuntimeError("this driver cannot be constructed")
+
+
+# ---------------------------------------------------------------------------------------
+# Drivers that break one HAL reporting rule on every execution path (the pytest plugin's
+# tests: tests/test_plugin.py). Each wraps the reference; ``refuse`` answers a request
+# before the reference sees it, ``rewrite`` changes what a finished execution reports.
+# ---------------------------------------------------------------------------------------
+
+from driver.hal.types import (  # noqa: E402 - the section's own imports
+    NO_TIMING,
+    DeviceType,
+    ErrorStatus,
+    Extension,
+    ExtensionOperandTypeInformation,
+    HalVersion,
+    OutputShape,
+    Priority,
+    Timing,
+)
+
+
+class _Relay:
+    def __init__(self, notify):
+        self.notify = notify
+
+
+class _FencedInfo:
+    def __init__(self, inner: Any, rewrite):
+        self._inner, self._rewrite = inner, rewrite
+
+    def get_execution_info(self):
+        return self._rewrite(*self._inner.get_execution_info())
+
+
+class _Reporting:
+    """A prepared model whose executions pass through ``refuse(request, deadline)`` (a
+    status ends the execution there) and ``rewrite(model, measure, status, shapes,
+    timing)``."""
+
+    def __init__(self, inner: Any, refuse, rewrite):
+        self.inner, self._refuse, self._rewrite = inner, refuse, rewrite
+        self._model = getattr(inner, "model", None)  # the reference's prepared models have it
+
+    def _run(self, request, measure, deadline, run):
+        status = self._refuse(request, deadline)
+        if status is not None:
+            return status, [], NO_TIMING
+        return self._rewrite(self._model, measure, *run())
+
+    def execute_synchronously(self, request, measure=0, deadline=None, loop_timeout=None):
+        return self._run(
+            request,
+            measure,
+            deadline,
+            lambda: self.inner.execute_synchronously(request, measure, deadline, loop_timeout),
+        )
+
+    def execute(self, request, measure, deadline, loop_timeout, callback):
+        status = self._refuse(request, deadline)
+        if status is not None:
+            callback.notify(status, [], NO_TIMING)
+            return status
+        model = self._model
+        relay = _Relay(lambda *result: callback.notify(*self._rewrite(model, measure, *result)))
+        return self.inner.execute(request, measure, deadline, loop_timeout, relay)
+
+    def execute_fenced(self, request, wait_for, measure=0, deadline=None, loop_timeout=None, timeout_after_fence=None):  # fmt: skip
+        status = self._refuse(request, deadline)
+        if status is not None:
+            return status, None, None
+        status, fence, info = self.inner.execute_fenced(
+            request, wait_for, measure, deadline, loop_timeout, timeout_after_fence
+        )
+        if info is None:
+            return status, fence, info
+
+        def rewrite(st, launched, fenced):
+            timings = (self._rewrite(self._model, measure, st, [], t)[2] for t in (launched, fenced))  # fmt: skip
+            return st, *timings
+
+        return status, fence, _FencedInfo(info, rewrite)
+
+    def configure_execution_burst(self):
+        status, burst = self.inner.configure_execution_burst()
+        return status, (_ReportingBurst(self, burst) if burst is not None else None)
+
+
+class _ReportingBurst:
+    def __init__(self, prepared: _Reporting, inner: Any):
+        self._prepared, self._inner = prepared, inner
+
+    def execute(self, request, measure=0, deadline=None, loop_timeout=None):
+        return self._prepared._run(
+            request,
+            measure,
+            deadline,
+            lambda: self._inner.execute(request, measure, deadline, loop_timeout),
+        )
+
+    def free_memory(self, memory) -> None:
+        self._inner.free_memory(memory)
+
+
+def _never(request, deadline):
+    return None
+
+
+def _unchanged(model, measure, status, shapes, timing):
+    return status, shapes, timing
+
+
+class ReportingDevice:
+    """The reference device (``inner``) with :class:`_Reporting` prepared models."""
+
+    def __init__(self, inner: Any = None, *, refuse=_never, rewrite=_unchanged):
+        self.inner = inner if inner is not None else ReferenceDevice()
+        self._refuse, self._rewrite = refuse, rewrite
+
+    def _wrap(self, result):
+        status, prepared = result
+        if prepared is None:
+            return status, None
+        return status, _Reporting(prepared, self._refuse, self._rewrite)
+
+    def prepare_model(self, model, *args, **kwargs):
+        return self._wrap(self.inner.prepare_model(model, *args, **kwargs))
+
+    def prepare_model_from_cache(self, *args, **kwargs):
+        return self._wrap(self.inner.prepare_model_from_cache(*args, **kwargs))
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        inner = [getattr(p, "inner", p) for p in prepared_models]
+        return self.inner.allocate(desc, inner, input_roles, output_roles)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _timing_always(model, measure, status, shapes, timing):
+    # Reported even unmeasured, and time on device (500 us) above time in driver (5 us).
+    return status, shapes, (Timing(500, 5) if status == ErrorStatus.NONE else timing)
+
+
+def timing_always_reported() -> ReportingDevice:
+    return ReportingDevice(rewrite=_timing_always)
+
+
+def _non_ashmem_pool(request, deadline):
+    names = {pool.name for pool in request.pools if isinstance(pool, Memory)}
+    return ErrorStatus.GENERAL_FAILURE if names - {"ashmem"} else None
+
+
+def ashmem_only() -> ReportingDevice:
+    """Maps only ``ashmem`` pools (``mmap_fd`` must be mapped too; from HAL 1.3 also
+    ``hardware_buffer_blob``)."""
+    return ReportingDevice(refuse=_non_ashmem_pool)
+
+
+def reversed_shapes() -> ReportingDevice:
+    return ReportingDevice(
+        rewrite=lambda model, measure, status, shapes, timing: (
+            status,
+            [OutputShape(tuple(reversed(s.dimensions)), s.is_sufficient) for s in shapes],
+            timing,
+        )
+    )
+
+
+def _no_static_shapes(model, measure, status, shapes, timing):
+    main = model.main
+    static = all(
+        main.operands[i].dimensions and 0 not in main.operands[i].dimensions
+        for i in main.output_indexes
+    )
+    return status, ([] if status == ErrorStatus.NONE and static else shapes), timing
+
+
+def no_shapes() -> ReportingDevice:
+    """Reports no output shapes on success when the model specifies them all (a 1.2+
+    driver must report one per output all the same)."""
+    return ReportingDevice(rewrite=_no_static_shapes)
+
+
+class _RefusingQos(ReportingDevice):
+    """Refuses every priority but MEDIUM and every deadline, even one far away."""
+
+    def prepare_model(self, model, preference=1, priority=Priority.MEDIUM, deadline=None, *args, **kwargs):  # fmt: skip
+        if priority != Priority.MEDIUM:
+            return ErrorStatus.INVALID_ARGUMENT, None
+        if deadline is not None:
+            return ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
+        return super().prepare_model(model, preference, priority, deadline, *args, **kwargs)
+
+
+def refusing_qos() -> ReportingDevice:
+    return _RefusingQos(
+        refuse=lambda request, deadline: (
+            None if deadline is None else ErrorStatus.MISSED_DEADLINE_PERSISTENT
+        )
+    )
+
+
+def _more_than_two_pools(status):
+    # The memory-pressure stress test pads its requests with a third pool.
+    return lambda request, deadline: status if len(request.pools) > 2 else None
+
+
+def pressed_1_2_general_failure() -> ReportingDevice:
+    """A HAL 1.2 driver out of memory for padded requests: GENERAL_FAILURE, the only
+    failure status 1.2 has."""
+    from driver.drivers.feature_level import feature_level_reference
+
+    inner = feature_level_reference(HalVersion.V1_2)
+    return ReportingDevice(inner, refuse=_more_than_two_pools(ErrorStatus.GENERAL_FAILURE))
+
+
+def pressed_1_2_resource_exhausted() -> ReportingDevice:
+    """The same, answering RESOURCE_EXHAUSTED_TRANSIENT: a 1.3 status a 1.2 driver
+    cannot report."""
+    from driver.drivers.feature_level import feature_level_reference
+
+    inner = feature_level_reference(HalVersion.V1_2)
+    status = ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT
+    return ReportingDevice(inner, refuse=_more_than_two_pools(status))
+
+
+class _IgnoringFences(_Reporting):
+    def execute_fenced(self, request, wait_for, measure=0, deadline=None, loop_timeout=None, timeout_after_fence=None):  # fmt: skip
+        return self.inner.execute_fenced(
+            request, [], measure, deadline, loop_timeout, timeout_after_fence
+        )
+
+
+class _IgnoringFencesDevice(ReportingDevice):
+    def _wrap(self, result):
+        status, prepared = result
+        return status, (_IgnoringFences(prepared, _never, _unchanged) if prepared else None)
+
+
+def ignoring_fences() -> ReportingDevice:
+    """executeFenced runs at once, without waiting for (or looking at) its fences."""
+    return _IgnoringFencesDevice()
+
+
+class _FencedWithoutDims(_Reporting):
+    """executeFenced of outputs with unspecified dims runs instead of being refused."""
+
+    def execute_fenced(self, request, wait_for, measure=0, deadline=None, loop_timeout=None, timeout_after_fence=None):  # fmt: skip
+        status, fence, info = self.inner.execute_fenced(
+            request, wait_for, measure, deadline, loop_timeout, timeout_after_fence
+        )
+        if status != ErrorStatus.INVALID_ARGUMENT:
+            return status, fence, info
+        from driver.launch import FencedCallback
+        from driver.sync import SyncFence
+
+        status, _, timing = self.inner.execute_synchronously(request, measure, deadline, None)
+        info = FencedCallback()
+        info.set(status, timing, timing)
+        return ErrorStatus.NONE, SyncFence.signalled(), info
+
+
+class _FencedWithoutDimsDevice(ReportingDevice):
+    def _wrap(self, result):
+        status, prepared = result
+        return status, (_FencedWithoutDims(prepared, _never, _unchanged) if prepared else None)
+
+
+def fenced_without_dims() -> ReportingDevice:
+    return _FencedWithoutDimsDevice()
+
+
+class _InconsistentQueries(ReportingDevice):
+    """Queries that change between calls and say invalid things."""
+
+    def __init__(self):
+        super().__init__()
+        self._calls = 0
+
+    def get_version_string(self):
+        self._calls += 1
+        return ErrorStatus.NONE, f"build {self._calls}"
+
+    def get_type(self):
+        return ErrorStatus.NONE, DeviceType.GPU if self._calls % 2 else DeviceType.CPU
+
+    def get_supported_extensions(self):
+        bad = Extension("Fibonacci", (ExtensionOperandTypeInformation(0, False, 0),))
+        return ErrorStatus.NONE, [bad, bad]
+
+    def get_capabilities(self):
+        from dataclasses import replace
+
+        status, caps = self.inner.get_capabilities()
+        return status, replace(caps, operand_performance=tuple(reversed(caps.operand_performance)))
+
+
+def inconsistent_queries() -> ReportingDevice:
+    return _InconsistentQueries()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from driver.builder import ModelBuilder
-from driver.hal.types import HalVersion
+from driver.hal.types import NO_TIMING, UINT64_MAX, ErrorStatus, HalVersion, MeasureTiming, Timing
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 
@@ -41,7 +41,10 @@ def outcomes(result: pytest.RunResult) -> dict[str, int]:
 NEEDS = {
     "test_quant8_signed_is_unsigned_minus_128": HalVersion.V1_3,
     "test_past_deadline_is_missed_deadline_persistent": HalVersion.V1_3,
+    "test_far_deadline_and_every_priority_succeed": HalVersion.V1_3,
+    "test_fenced_execution_waits_for_its_fences": HalVersion.V1_3,
     "test_memory_domain_rules": HalVersion.V1_3,
+    "test_timing_is_reported_by_the_rules": HalVersion.V1_2,
     "test_nchw_is_transposed_nhwc": HalVersion.V1_2,
     "test_dynamic_output_shape_equals_static": HalVersion.V1_2,
     "test_output_insufficient_size_reports_the_shape": HalVersion.V1_2,
@@ -68,6 +71,7 @@ def test_suite_passes_on_the_reference_at_every_feature_level(pytester, driver):
     # The examples table: every property ran.
     assert "examples run per property" in text
     assert re.search(r"test_outputs_match_reference\s+\d+", text)
+    assert "test_device_queries_are_valid_and_constant PASSED" in text
     assert counts["passed"] >= 9
 
 
@@ -81,31 +85,43 @@ def test_stress_group_passes_on_the_reference(pytester):
 # ---------------------------------------------------------------------------------------
 
 PLANTED = [
-    # (bug, --nn-ops, the property that must fail, text the failure shows)
-    ("rounding", "ADD", "test_outputs_match_reference", "TENSOR_QUANT8_ASYMM"),
-    ("activation", "ADD,SUB,MUL", "test_outputs_match_reference", "elements differ"),
-    ("padding", "CONV_2D", "test_outputs_match_reference", "CONV_2D("),
-    ("broadcast", "ADD,MUL", "test_outputs_match_reference", "elements differ"),
-    ("crash", "ADD", "test_outputs_match_reference", "CRASH: executeSynchronously raised"),
-    ("status", "RESHAPE", "test_valid_model_is_accepted", "RESHAPE("),
+    # (bug, options narrowing the run, the property that must fail, text the failure shows)
+    ("rounding", ("-m", "nn_differential"), "test_outputs_match_reference", "ADD-quant8"),
+    ("activation", ("-m", "nn_differential"), "test_outputs_match_reference", "elements differ"),
+    ("padding", ("-m", "nn_differential"), "test_outputs_match_reference", "CONV_2D("),
+    ("broadcast", ("-m", "nn_differential"), "test_outputs_match_reference", "elements differ"),
+    (
+        "crash",
+        ("--nn-ops", "ADD", "-k", "test_outputs_match_reference"),
+        "test_outputs_match_reference",
+        "CRASH: executeSynchronously raised",
+    ),
+    (
+        "status",
+        ("--nn-ops", "RESHAPE", "-k", "test_valid"),
+        "test_valid_model_is_accepted",
+        "RESHAPE(",
+    ),
 ]
 
 
-@pytest.mark.parametrize("bug, ops, prop, shows", PLANTED, ids=[p[0] for p in PLANTED])
+@pytest.mark.parametrize("bug, narrowing, prop, shows", PLANTED, ids=[p[0] for p in PLANTED])
 def test_planted_bug_fails_its_property_with_a_shrunk_example(
-    pytester, tmp_path, bug, ops, prop, shows
+    pytester, tmp_path, bug, narrowing, prop, shows
 ):
+    """Each planted bug fails its property at the ci budget: the numeric ones through the
+    whole differential group, no operation named (``--maxfail 1`` stops at the first
+    failing operation and type, so this stays quick)."""
     saved = tmp_path / "regressions"
     result = run_suite(
         pytester,
         "--nn-driver",
         f"planted-{bug}",
-        "--nn-ops",
-        ops,
         "--nn-budget",
         "ci",
-        "-k",
-        prop,
+        *narrowing,
+        "--maxfail",
+        "1",
         "--nn-save-failures",
         str(saved),
     )
@@ -159,7 +175,7 @@ def test_planted_hang_is_a_hang_and_the_run_still_ends(pytester):
         "--nn-timeout",
         "0.5",
         "-k",
-        "test_outputs_match_reference",
+        "test_outputs_match_reference and MUL-float32",
         timeout=150,
     )
     text = result.stdout.str()
@@ -314,5 +330,376 @@ def make_device():
     )
     pytester.syspathinsert()
     result = run_suite(pytester, "--nn-driver", "mydriver:make_device", "-m", "nn_validation")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     assert "driver mydriver:make_device (HAL 1.2)" in result.stdout.str()
+
+
+# ---------------------------------------------------------------------------------------
+# What a driver must report, and what it must accept: each rule's misbehaving driver
+# (tests/drivers.py) fails the suite, the reference passes it (above)
+# ---------------------------------------------------------------------------------------
+
+
+def run_on(pytester, driver: str, *args: str) -> pytest.RunResult:
+    """The suite on ``tests.drivers:<driver>``, in process (no isolated child that
+    would have to import the test package)."""
+    return run_suite(
+        pytester, "--nn-driver", f"tests.drivers:{driver}", "--nn-isolate", "never", *args
+    )
+
+
+@pytest.mark.parametrize(
+    "driver, narrowing, fails_with",
+    [
+        (
+            "timing_always_reported",
+            ("--nn-ops", "ADD", "-k", "test_timing_is_reported_by_the_rules"),
+            "reported without measurement requested",
+        ),
+        (
+            "timing_always_reported",
+            ("--nn-ops", "ADD", "-k", "ADD-float32"),
+            "has time in driver 5 us < time on device 500 us",
+        ),
+        (
+            "refusing_qos",
+            ("--nn-ops", "ADD", "-k", "test_far_deadline_and_every_priority_succeed"),
+            "prepareModel with priority LOW",
+        ),
+        (
+            "ignoring_fences",
+            ("--nn-ops", "ADD", "-k", "test_fenced_execution_waits_for_its_fences"),
+            "fenced, waiting for fences",
+        ),
+        ("ashmem_only", ("--nn-ops", "ADD", "-k", "ADD-float32"), "sync: GENERAL_FAILURE"),
+        (
+            "reversed_shapes",
+            ("--nn-ops", "RESHAPE", "--nn-budget", "ci", "-k", "RESHAPE-float32"),
+            "the model and request specify",
+        ),
+        (
+            "no_shapes",
+            ("--nn-ops", "ADD", "-k", "ADD-float32"),
+            "0 output shapes reported for 1 outputs",
+        ),
+        (
+            "inconsistent_queries",
+            ("-k", "test_device_queries_are_valid_and_constant"),
+            "queries answered differently on call 2: getVersionString",
+        ),
+        (
+            "pressed_1_2_resource_exhausted",
+            ("--nn-ops", "ADD", "-k", "test_stress_memory_pressure"),
+            "out of resources is GENERAL_FAILURE",
+        ),
+    ],
+    ids=[
+        "timing-unmeasured",
+        "timing-driver-below-device",
+        "far-deadline-and-priorities",
+        "fences-ignored",
+        "ashmem-only",
+        "shapes-reversed",
+        "shapes-missing",
+        "queries-inconsistent",
+        "1.2-reports-1.3-status",
+    ],
+)
+def test_misbehaving_driver_fails_the_rule_it_breaks(pytester, driver, narrowing, fails_with):
+    result = run_on(pytester, driver, *narrowing)
+    text = result.stdout.str()
+    assert outcomes(result).get("failed", 0) >= 1, text
+    assert fails_with in text, text
+
+
+def test_pools_of_every_kind_are_used(pytester):
+    """A driver that maps only ashmem fails on the pools a HAL 1.3 driver must map too,
+    and the failure names the pool kinds it drew."""
+    result = run_on(pytester, "ashmem_only", "--nn-ops", "ADD", "-k", "ADD-float32")
+    text = result.stdout.str()
+    assert outcomes(result).get("failed") == 1, text
+    assert re.search(
+        r"'pools': \('(mmap_fd|hardware_buffer_blob)'|, '(mmap_fd|hardware_buffer_blob)'\)", text
+    ), text
+
+
+def test_a_1_2_driver_out_of_memory_may_say_general_failure(pytester):
+    """Before HAL 1.3 GENERAL_FAILURE is the only failure status: the memory-pressure run
+    accepts it from a 1.2 driver (RESOURCE_EXHAUSTED_* would be a 1.3 status)."""
+    result = run_on(
+        pytester, "pressed_1_2_general_failure", "--nn-ops", "ADD", "-k", "memory_pressure"
+    )
+    result.assert_outcomes(passed=1)
+
+
+# --- the rules, one by one -------------------------------------------------------------
+
+YES, NO = MeasureTiming.YES, MeasureTiming.NO
+
+TIMING_RULES = [
+    # (case, measure, status, timing (fenced: timingFenced), timingLaunched, error or None)
+    ("unmeasured, none given", NO, ErrorStatus.NONE, NO_TIMING, None, None),
+    ("unmeasured, given", NO, ErrorStatus.NONE, Timing(5, 10), None, "without measurement"),
+    ("measured", YES, ErrorStatus.NONE, Timing(5, 10), None, None),
+    ("measured, none given", YES, ErrorStatus.NONE, NO_TIMING, None, None),
+    ("measured, device unknown", YES, ErrorStatus.NONE, Timing(UINT64_MAX, 3), None, None),
+    ("device > driver", YES, ErrorStatus.NONE, Timing(500, 5), None, "time in driver 5 us"),
+    ("failed, given", YES, ErrorStatus.GENERAL_FAILURE, Timing(5, 10), None, "on failure"),
+    ("negative", YES, ErrorStatus.NONE, Timing(-1, 10), None, "not a uint64"),
+    ("fenced within launched", YES, ErrorStatus.NONE, Timing(5, 8), Timing(5, 10), None),
+    ("fenced > launched", YES, ErrorStatus.NONE, Timing(5, 20), Timing(5, 10), "exceeds"),
+    ("fenced, launched given", NO, ErrorStatus.NONE, NO_TIMING, Timing(5, 9), "timingLaunched"),
+]
+
+
+@pytest.mark.parametrize(
+    "measure, status, timing, launched, error",
+    [r[1:] for r in TIMING_RULES],
+    ids=[r[0] for r in TIMING_RULES],
+)
+def test_timing_rules(measure, status, timing, launched, error):
+    from nnfuzz_pytest.checks import assert_timing_follows_rules
+    from nnfuzz_pytest.harness import Execution
+
+    path = "sync" if launched is None else "fenced"
+    execution = Execution(path, status, [], timing, measure=measure, timing_launched=launched)
+    if error is None:
+        assert_timing_follows_rules(execution, path)
+    else:
+        with pytest.raises(AssertionError, match=error):
+            assert_timing_follows_rules(execution, path)
+
+
+def _performance(*entries):
+    from driver.hal.types import Capabilities, OperandPerformance, PerformanceInfo
+
+    return Capabilities(
+        operand_performance=tuple(
+            OperandPerformance(t, PerformanceInfo(e, p)) for t, e, p in entries
+        )
+    )
+
+
+def _extension(name, *types):
+    from driver.hal.types import Extension, ExtensionOperandTypeInformation
+
+    return Extension(name, tuple(ExtensionOperandTypeInformation(t, False, n) for t, n in types))
+
+
+QUERY_ANSWERS = [
+    # (case, answer overrides, problem or None)
+    ("valid", {}, None),
+    ("unsorted", {"getCapabilities": _performance((3, 1, 1), (0, 1, 1))}, "not sorted"),
+    ("duplicate", {"getCapabilities": _performance((0, 1, 1), (0, 1, 1))}, "without duplicates"),
+    ("negative", {"getCapabilities": _performance((0, -1.0, 1))}, "exec_time is -1.0"),
+    ("nan", {"getCapabilities": _performance((0, 1, float("nan")))}, "power_usage is nan"),
+    ("unknown type", {"getCapabilities": _performance((77, 1, 1))}, "names type 77"),
+    ("empty version", {"getVersionString": ""}, "non-empty string"),
+    ("device type", {"getType": 9}, "not a DeviceType"),
+    ("no domain", {"getSupportedExtensions": [_extension("fibonacci")]}, "reverse domain"),
+    ("capitals", {"getSupportedExtensions": [_extension("com.Example.x")]}, "outside [a-z0-9_.]"),
+    ("twice", {"getSupportedExtensions": [_extension("a.b")] * 2}, "listed twice: ['a.b']"),
+    ("byte size", {"getSupportedExtensions": [_extension("a.b", (1, 0))]}, "byte size 0"),
+    ("type twice", {"getSupportedExtensions": [_extension("a.b", (1, 4), (1, 4))]}, "twice"),
+    ("cache files", {"getNumberOfCacheFilesNeeded": (33, 0)}, "33 model cache files"),
+]
+
+
+@pytest.mark.parametrize(
+    "overrides, problem", [q[1:] for q in QUERY_ANSWERS], ids=[q[0] for q in QUERY_ANSWERS]
+)
+def test_query_answer_rules(overrides, problem):
+    from driver.hal.types import DeviceType
+    from nnfuzz_pytest.checks import query_problems
+
+    answers = {
+        "getCapabilities": _performance((0, 1.0, 0.5), (3, 2.0, 2.0)),
+        "getVersionString": "vendor-1",
+        "getType": DeviceType.ACCELERATOR,
+        "getSupportedExtensions": [_extension("com.example.fib", (0, 4))],
+        "getNumberOfCacheFilesNeeded": (1, 2),
+    } | overrides
+    problems = query_problems(answers)
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in p for p in problems), problems
+
+
+@pytest.fixture
+def conformance_modules():
+    """Conformance modules imported by the test are forgotten afterwards: their property
+    settings come from the session active at import, and the suite runs above must
+    import them afresh under their own."""
+    import sys
+
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith("nnfuzz_pytest.conformance"):
+            del sys.modules[name]
+
+
+@pytest.fixture
+def active_session(conformance_modules):
+    """``active_session(spec)`` starts a run's session on a driver, as the plugin does,
+    so the suite's rules can be called directly."""
+    from driver.registry import load_device
+    from nnfuzz_pytest.budget import BUDGETS
+    from nnfuzz_pytest.harness import DriverUnderTest
+    from nnfuzz_pytest.session import NNSession, activate
+
+    def start(spec: str):
+        driver = DriverUnderTest(lambda: load_device(spec), name=spec, timeout=10)
+        activate(NNSession(spec=spec, driver=driver, budget=BUDGETS["quick"], profile="ci"))
+        return driver
+
+    yield start
+    activate(None)
+
+
+class Draws:
+    """Stands in for Hypothesis's ``st.data()``: gives the listed values in order."""
+
+    def __init__(self, *values):
+        self.values = list(values)
+
+    def draw(self, strategy, label=None):
+        return self.values.pop(0)
+
+
+def _add_case(out_dims, expected=None):
+    """ADD of two float32 [2] inputs, its output declared with ``out_dims``; the
+    reference's expected output replaced by ``expected`` when given."""
+    from nnfuzz_pytest.strategies import Case
+
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_FLOAT32, (2,))
+    y = b.add_input(T.TENSOR_FLOAT32, (2,))
+    out = b.add_output(T.TENSOR_FLOAT32, out_dims)
+    b.add_operation(O.ADD, [x, y, b.add_scalar(T.INT32, 0)], [out])
+    case = Case(b.build(), (np.float32([1, 2]), np.float32([3, 4])))
+    if expected is not None:
+        case._cache["expected"] = [expected]
+    return case
+
+
+PLAIN = {"pools": ("ashmem", "ashmem"), "measure": YES, "fences": ()}
+
+
+@pytest.mark.filterwarnings("ignore:Using `assume` outside a property-based test")
+def test_fenced_execution_of_unspecified_outputs_is_refused_then_given_dims(active_session):
+    """executeFenced needs fully specified outputs: the suite expects INVALID_ARGUMENT
+    at launch for the model's unspecified dims, then gives the request the expected
+    dims; a zero-sized expected output cannot be given (0 is "unknown"), so only the
+    refusal is required. The reference passes; a driver that runs such a request fails."""
+    from driver.registry import load_device
+    from nnfuzz_pytest.checks import execute_valid
+    from nnfuzz_pytest.harness import DriverUnderTest
+
+    driver = active_session("reference")
+    case = _add_case((0,))
+    prepared = driver.must_prepare(case.model)
+    np.testing.assert_array_equal(execute_valid(driver, prepared, case, "fenced")[0], [4, 6])
+    empty = _add_case((0,), expected=np.zeros((0,), np.float32))
+    assert execute_valid(driver, prepared, empty, "fenced") is None
+
+    from nnfuzz_pytest.conformance.metamorphic import test_execution_paths_agree
+
+    test_execution_paths_agree.hypothesis.inner_test(nn_driver=driver, case=case, data=Draws(PLAIN))
+
+    lax = DriverUnderTest(lambda: load_device("tests.drivers:fenced_without_dims"), name="lax")
+    with pytest.raises(AssertionError, match="expected INVALID_ARGUMENT"):
+        execute_valid(lax, lax.must_prepare(case.model), case, "fenced")
+
+
+def test_lifecycle_of_a_zero_sized_output(active_session):
+    """The lifecycle machine with an output that holds no element (a detection that kept
+    no box): executing it on the fenced path expects the refusal, and copyFrom of its
+    value (dims [0]) expects INVALID_ARGUMENT instead of requiring success."""
+    from driver.hal.types import BufferDesc, BufferRole
+    from nnfuzz_pytest.conformance.lifecycle import BufferRef, DriverLifecycle
+
+    driver = active_session("reference")
+    machine = DriverLifecycle()
+    case = _add_case((0,), expected=np.zeros((0,), np.float32))
+    ref = machine.prepare(case=case)
+    machine.execute(p=ref, data=Draws("fenced", PLAIN))
+    handle = machine.live[ref.id].handle
+    status, buffer, token = driver.device.allocate(
+        BufferDesc(), [handle], [], [BufferRole(0, 0, 1.0)]
+    )
+    assert status == ErrorStatus.NONE
+    buffer_ref = BufferRef(1000, ref, "output", 0, token)
+    machine.buffer_objects[buffer_ref.id] = buffer
+    machine.copy_from(b=buffer_ref)
+    assert not buffer_ref.initialized
+
+
+@pytest.mark.parametrize(
+    "spec, fences, status, fence_status",
+    [
+        ("reference", ("later",), ErrorStatus.NONE, ErrorStatus.NONE),
+        ("reference", ("signalled", "later", "later"), ErrorStatus.NONE, ErrorStatus.NONE),
+        ("reference", ("failed",), ErrorStatus.GENERAL_FAILURE, ErrorStatus.GENERAL_FAILURE),
+        (
+            "reference",
+            ("later", "failed later"),
+            ErrorStatus.GENERAL_FAILURE,
+            ErrorStatus.GENERAL_FAILURE,
+        ),
+        ("tests.drivers:ignoring_fences", ("failed",), ErrorStatus.NONE, ErrorStatus.NONE),
+    ],
+)
+def test_fenced_execution_waits_for_real_fences(spec, fences, status, fence_status):
+    from driver.registry import load_device
+    from nnfuzz_pytest.harness import DriverUnderTest
+
+    driver = DriverUnderTest(lambda: load_device(spec), name=spec, timeout=10)
+    case = _add_case((2,))
+    prepared = driver.must_prepare(case.model)
+    execution = driver.run(prepared, case.inputs, "fenced", fences=fences)
+    assert (execution.status, execution.fence_status) == (status, fence_status)
+    if status == ErrorStatus.NONE:
+        np.testing.assert_array_equal(execution.outputs[0], [4, 6])
+
+
+def test_a_driver_that_does_not_wait_for_its_fences_is_caught():
+    from driver.registry import load_device
+    from nnfuzz_pytest.harness import DriverUnderTest
+
+    driver = DriverUnderTest(lambda: load_device("tests.drivers:ignoring_fences"), name="x")
+    case = _add_case((2,))
+    prepared = driver.must_prepare(case.model)
+    with pytest.raises(AssertionError, match="before the fences it waits for were signalled"):
+        driver.run(prepared, case.inputs, "fenced", fences=("later",))
+
+
+def test_request_pools_are_renamed_not_copied():
+    from driver.builder import build_request
+    from nnfuzz_pytest.harness import memory_names_for, with_pool_names
+
+    assert memory_names_for(HalVersion.V1_2) == ("ashmem", "mmap_fd")
+    assert memory_names_for(HalVersion.V1_3) == ("ashmem", "mmap_fd", "hardware_buffer_blob")
+    case = _add_case((2,))
+    bundle = build_request(case.model, list(case.inputs))
+    renamed = with_pool_names(bundle, "mmap_fd", "hardware_buffer_blob")
+    assert [p.name for p in renamed.request.pools] == ["mmap_fd", "hardware_buffer_blob"]
+    assert renamed.input_pool.handle is bundle.input_pool.handle
+    assert renamed.output_pool is renamed.request.pools[1]
+
+
+def test_constants_as_inputs_considers_copied_and_referenced_constants(conformance_modules):
+    """Both constant lifetimes (CONSTANT_COPY, CONSTANT_REFERENCE), and only tensors: not
+    the scalars, not the model's outputs (SUBGRAPH_OUTPUT)."""
+    from nnfuzz_pytest.conformance import metamorphic
+
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_FLOAT32, (2,))
+    copied = b.add_constant(T.TENSOR_FLOAT32, (2,), [1, 2])
+    referenced = b.add_constant(T.TENSOR_FLOAT32, (2,), [3, 4], by_reference=True)
+    middle = b.add_operand(T.TENSOR_FLOAT32, (2,))
+    out = b.add_output(T.TENSOR_FLOAT32, (2,))
+    b.add_operation(O.ADD, [x, copied, b.add_scalar(T.INT32, 0)], [middle])
+    b.add_operation(O.ADD, [middle, referenced, b.add_scalar(T.INT32, 0)], [out])
+    assert metamorphic.constant_tensors(b.build()) == [copied, referenced]

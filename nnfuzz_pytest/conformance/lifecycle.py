@@ -1,19 +1,22 @@
 """Stateful: random driver lifecycles checked against a model of the expected state.
 
-A Hypothesis ``RuleBasedStateMachine`` prepares models, executes them on random paths,
-allocates driver-managed buffers for their inputs and outputs, copies into and out of
-them, executes from and into them, frees buffers and prepared models, and prepares from
-the compilation cache, in random order. The machine keeps what each object should hold
-(prepared models and their expected outputs; each buffer's role, whether it is
-initialized and its bytes; freed tokens) and checks every answer against it. Failures
-print the shrunk sequence of steps.
+A Hypothesis ``RuleBasedStateMachine`` prepares models, executes them on random paths
+(with random pool kinds, timing measured or not, and fences), allocates driver-managed
+buffers for their inputs and outputs, copies into and out of them, executes from and
+into them, frees buffers and prepared models, and prepares from the compilation cache,
+in random order. The machine keeps what each object should hold (prepared models and
+their expected outputs; each buffer's role, whether it is initialized and its bytes;
+freed tokens) and checks every answer against it; the device's queries must answer the
+same after every step. Failures print the shrunk sequence of steps.
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -43,10 +46,12 @@ from nnfuzz_pytest.checks import (
     assert_failed_cleanly,
     assert_ok,
     assert_same_bits,
+    execute_valid,
+    query_answers,
     status_name,
 )
 from nnfuzz_pytest.harness import CacheFiles, Prepared, read_outputs, token_for, with_pool_token
-from nnfuzz_pytest.session import active, current, models
+from nnfuzz_pytest.session import active, current, execution_options, models
 
 pytestmark = [pytest.mark.nnfuzz, pytest.mark.nn_stateful]
 V = HalVersion
@@ -80,6 +85,22 @@ class BufferRef:
         return f"buffer{self.id}({self.kind} {self.io} of {self.owner!r})"
 
 
+def drop(objects: dict, key: Any) -> None:
+    """Forget ``objects[key]`` (a driver's prepared model or buffer) so the driver sees
+    it freed. Collect cycles only when dropping the last reference did not free it: a
+    full ``gc.collect`` costs tens of milliseconds in a long run's heap, and freeing is
+    a frequent step."""
+    held = objects.pop(key, None)
+    held = getattr(held, "handle", held)  # a Prepared: the driver's own object
+    try:
+        alive = weakref.ref(held)
+    except TypeError:  # not weakly referenceable: cannot tell, so collect
+        alive = None
+    del held
+    if alive is None or alive() is not None:
+        gc.collect()
+
+
 class DriverLifecycle(RuleBasedStateMachine):
     prepared = Bundle("prepared")
     buffers = Bundle("buffers")
@@ -93,7 +114,7 @@ class DriverLifecycle(RuleBasedStateMachine):
         self.live: dict[int, Prepared] = {}
         self.buffer_objects: dict[int, object] = {}
         self.freed_tokens: list[tuple[int, PreparedRef, str, int]] = []
-        self.capabilities = None
+        self.answers: dict | None = None  # the first answer of each device query
         self.cache_files = None
 
     def teardown(self) -> None:
@@ -159,8 +180,7 @@ class DriverLifecycle(RuleBasedStateMachine):
 
     @rule(p=consumes(prepared))
     def free_prepared(self, p):
-        self.live.pop(p.id, None)
-        gc.collect()
+        drop(self.live, p.id)
 
     # --- execution --------------------------------------------------------------------
     @rule(p=prepared, data=st.data())
@@ -168,7 +188,10 @@ class DriverLifecycle(RuleBasedStateMachine):
         if p.id not in self.live:
             return
         path = data.draw(st.sampled_from(self.driver.paths), label="path")
-        outputs = assert_ok(self.driver.run(self.live[p.id], p.case.inputs, path), path)
+        options = data.draw(execution_options(self.driver), label="options")
+        outputs = execute_valid(self.driver, self.live[p.id], p.case, path, **options)
+        if outputs is None:
+            return  # executeFenced of a zero-sized output: refused, as it must be
         assert_close(
             p.case.model, outputs, p.case.expected(), f"{path} vs reference", ignored=p.case.ignored
         )
@@ -219,13 +242,21 @@ class DriverLifecycle(RuleBasedStateMachine):
         pool_buffer(src)[: len(data)] = data
         buf = self.buffer_objects[b.id]
         status = self.driver.call("copyFrom", lambda: buf.copy_from(src, dims))
+        if 0 in dims:
+            # A zero-sized value (e.g. no box kept): a dim of 0 means "unknown", so the
+            # buffer's dims stay unspecified, which copyFrom must refuse.
+            assert status == ErrorStatus.INVALID_ARGUMENT, (
+                f"copyFrom into {b!r} with dims {list(dims)}: {status_name(status)}, "
+                "expected INVALID_ARGUMENT (0 is an unknown dim)"
+            )
+            return
         assert status == ErrorStatus.NONE, f"copyFrom into {b!r}: {status_name(status)}"
         b.initialized, b.data = True, data
 
     @rule(b=buffers)
     def copy_to(self, b):
         size = len(self._value_bytes(b)[0])
-        dst = allocate_shared_memory(max(1, size))
+        dst = allocate_shared_memory(size)  # exactly the buffer's size, even 0 bytes
         buf = self.buffer_objects[b.id]
         status = self.driver.call("copyTo", lambda: buf.copy_to(dst))
         if not b.initialized:
@@ -285,8 +316,7 @@ class DriverLifecycle(RuleBasedStateMachine):
 
     @rule(b=consumes(buffers))
     def free_buffer(self, b):
-        self.buffer_objects.pop(b.id, None)
-        gc.collect()
+        drop(self.buffer_objects, b.id)
         self.freed_tokens.append((b.token, b.owner, b.kind, b.io))
 
     @precondition(lambda self: bool(self.freed_tokens))
@@ -303,13 +333,16 @@ class DriverLifecycle(RuleBasedStateMachine):
 
     # --- invariants -------------------------------------------------------------------
     @invariant()
-    def capabilities_never_change(self):
-        dev = self.driver.device
-        status, caps = self.driver.call("getCapabilities", dev.get_capabilities)
-        assert status == ErrorStatus.NONE, f"getCapabilities: {status_name(status)}"
-        if self.capabilities is None:
-            self.capabilities = caps
-        assert caps == self.capabilities, "getCapabilities changed between calls"
+    def queries_never_change(self):
+        """getCapabilities, getVersionString, getType, getSupportedExtensions and
+        getNumberOfCacheFilesNeeded answer the same whatever happened in between."""
+        answers = query_answers(self.driver)
+        if self.answers is None:
+            self.answers = answers
+        for query, answer in answers.items():
+            assert answer == self.answers[query], (
+                f"{query} changed during the lifecycle: {self.answers[query]!r}, now {answer!r}"
+            )
 
 
 def test_driver_lifecycle(nn_driver):

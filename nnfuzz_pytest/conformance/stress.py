@@ -22,7 +22,7 @@ import pytest
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from driver.hal.types import BufferDesc, BufferRole, ErrorStatus
+from driver.hal.types import BufferDesc, BufferRole, ErrorStatus, HalVersion
 from driver.memory import allocate_shared_memory
 from nnfuzz_pytest.checks import prepare_supported, status_name
 from nnfuzz_pytest.harness import DriverCrash, DriverHang, DriverUnderTest, Verdict
@@ -30,10 +30,13 @@ from nnfuzz_pytest.session import active, models, nn_property
 
 pytestmark = [pytest.mark.nnfuzz, pytest.mark.nn_stress]
 
-RESOURCE_STATUSES = (
-    ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT,
-    ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT,
-)
+
+def out_of_resources_statuses(version: HalVersion) -> tuple[ErrorStatus, ...]:
+    """How a driver of ``version`` says it ran out of resources: RESOURCE_EXHAUSTED_*
+    from HAL 1.3; before, GENERAL_FAILURE is the only failure it has (seed 003)."""
+    if version >= HalVersion.V1_3:
+        return (ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT)
+    return (ErrorStatus.GENERAL_FAILURE,)
 
 
 _ISOLATED: dict[str, DriverUnderTest] = {}
@@ -191,13 +194,16 @@ def test_stress_concurrent_preparations(nn_driver, cases):
 def test_stress_memory_pressure(nn_driver, case):
     """Executions whose request pools together hold the budget's memory (each padded to
     1 MiB), many prepared models and buffers alive at once: every call answers NONE or
-    RESOURCE_EXHAUSTED_*, and afterwards a plain execution still succeeds."""
+    that it is out of resources (RESOURCE_EXHAUSTED_* from HAL 1.3, GENERAL_FAILURE
+    before: the only failure status older drivers have), and afterwards a plain
+    execution still succeeds."""
     from driver.builder import build_request
 
     budget = active().budget
     driver = stress_driver()
     prepared = prepare_supported(driver, case.model)
     assume(prepared is not None)
+    exhausted = out_of_resources_statuses(driver.version)
     tally = Tally()
     held = []
     mib = 1 << 20
@@ -211,16 +217,19 @@ def test_stress_memory_pressure(nn_driver, case):
 
         request = replace(request, pools=(*request.pools, pad))
         execution = driver.execute(prepared, request, driver.paths[0])
-        if execution.ok or execution.status in RESOURCE_STATUSES:
+        if execution.ok or execution.status in exhausted:
             return None
-        return execution.describe()
+        return (
+            f"{execution.describe()} (HAL {driver.version.label}: out of resources is "
+            f"{', '.join(status_name(s) for s in exhausted)})"
+        )
 
     def another_prepared_model():
         status, p = driver.prepare(case.model)
         if status == ErrorStatus.NONE:
             held.append(p)
             return None
-        return None if status in RESOURCE_STATUSES else f"prepareModel: {status_name(status)}"
+        return None if status in exhausted else f"prepareModel: {status_name(status)}"
 
     def a_buffer():
         dev = driver.device
@@ -230,7 +239,7 @@ def test_stress_memory_pressure(nn_driver, case):
         )
         if status == ErrorStatus.NONE:
             held.append(buffer)
-        ok = (ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE, *RESOURCE_STATUSES)
+        ok = (ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE, *exhausted)
         return None if status in ok else f"allocate: {status_name(status)}"
 
     with ThreadPoolExecutor(budget.stress_threads) as pool:
@@ -238,7 +247,7 @@ def test_stress_memory_pressure(nn_driver, case):
             pool.submit(tally.run, padded_execution)
             if n % 4 == 0:
                 pool.submit(tally.run, another_prepared_model)
-            if n % 4 == 2 and driver.version >= 13:
+            if n % 4 == 2 and driver.version >= HalVersion.V1_3:
                 pool.submit(tally.run, a_buffer)
     tally.check(f"memory pressure ({budget.pressure_mib} MiB of request pools)")
     held.clear()

@@ -1,5 +1,6 @@
 """Validation agrees with the reference: valid models are accepted; every VTS-style
-mutation of a valid model, and every broken request, is rejected with INVALID_ARGUMENT."""
+mutation of a valid model, and every broken request, is rejected with INVALID_ARGUMENT;
+the device's own answers to queries are valid and constant."""
 
 from __future__ import annotations
 
@@ -7,11 +8,32 @@ import pytest
 from hypothesis import strategies as st
 
 from driver.hal.types import ErrorStatus
-from nnfuzz_pytest.checks import assert_failed_cleanly, status_name
+from nnfuzz_pytest.checks import (
+    assert_failed_cleanly,
+    query_answers,
+    query_problems,
+    status_name,
+)
 from nnfuzz_pytest.session import active, models, nn_property
 from nnfuzz_pytest.strategies import model_mutations, request_mutations
 
 pytestmark = [pytest.mark.nnfuzz, pytest.mark.nn_validation]
+
+
+def test_device_queries_are_valid_and_constant(nn_driver):
+    """getCapabilities and (HAL 1.2+) getVersionString, getType, getSupportedExtensions
+    and getNumberOfCacheFilesNeeded answer NONE, the same on every call, with valid
+    content (VTS BasicTests): performance figures positive and finite, operand
+    performance sorted by type without duplicates; a non-empty version string; a known
+    device type; extension names in reverse-domain form, unique, their operand types
+    with a byte size; at most 32 cache files of each kind."""
+    first = query_answers(nn_driver)
+    for call in (2, 3):
+        again = query_answers(nn_driver)
+        changed = [f"{q}: {first[q]!r}, then {again[q]!r}" for q in first if again[q] != first[q]]
+        assert not changed, f"queries answered differently on call {call}: " + "; ".join(changed)
+    problems = query_problems(first)
+    assert not problems, "invalid query answers:\n" + "\n".join(problems)
 
 
 @nn_property(1.0, case=models())
