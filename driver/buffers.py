@@ -57,7 +57,7 @@ class DriverBuffer:
     def __init__(self, operand: Operand, roles: set[tuple[int, int, bool]]):
         self.operand = operand  # what every role agrees on, their dims combined
         self.dims = dims = operand.dimensions  # declared (possibly partial) dims
-        self.roles = roles  # {(id(prepared model), io_index, is_output)}
+        self.roles = roles  # {(prepared model's serial, io_index, is_output)}
         self.token = 0
         self._lock = threading.Lock()
         self._data: bytes | None = None  # None = uninitialized
@@ -146,6 +146,17 @@ class BufferRegistry:
         self._tokens = itertools.count(1)
         self._live: weakref.WeakValueDictionary[int, DriverBuffer] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
+        # Roles name prepared models by a serial number, not id(): a model prepared after
+        # another was freed may get its id, and must not inherit its buffers.
+        self._serials: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+        self._next_serial = itertools.count(1)
+
+    def _serial(self, prepared: object) -> int:
+        with self._lock:
+            serial = self._serials.get(prepared)
+            if serial is None:
+                serial = self._serials[prepared] = next(self._next_serial)
+            return serial
 
     def allocate(
         self,
@@ -161,7 +172,10 @@ class BufferRegistry:
         for mi in sorted({mi for mi, _, _ in alloc.roles}):
             if getattr(prepared_models[mi], "device", None) is not device:
                 raise _invalid(f"allocate: model {mi} is not a prepared model of this device")
-        roles = {(id(prepared_models[mi]), io, kind == "output") for mi, kind, io in alloc.roles}
+        roles = {
+            (self._serial(prepared_models[mi]), io, kind == "output")
+            for mi, kind, io in alloc.roles
+        }
         buf = DriverBuffer(alloc.operand, roles)
         with self._lock:
             token = next(self._tokens)
@@ -173,7 +187,7 @@ class BufferRegistry:
         buf = self._live.get(token)
         if buf is None:
             raise _invalid(f"unknown or freed buffer token {token}")
-        if (id(prepared), io_index, is_output) not in buf.roles:
+        if (self._serial(prepared), io_index, is_output) not in buf.roles:
             kind = "output" if is_output else "input"
             raise _invalid(
                 f"buffer token {token} was not allocated for {kind} {io_index} of this model"
