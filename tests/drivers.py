@@ -15,7 +15,20 @@ from typing import Any
 import numpy as np
 
 from driver.device import ReferenceDevice
-from driver.hal.types import BufferToken, Memory, Request
+from driver.hal.types import (
+    NO_TIMING,
+    BufferToken,
+    DeviceType,
+    ErrorStatus,
+    Extension,
+    ExtensionOperandTypeInformation,
+    HalVersion,
+    Memory,
+    OutputShape,
+    Priority,
+    Request,
+    Timing,
+)
 from driver.memory import pool_buffer
 
 TRIGGER = 13.0
@@ -158,18 +171,6 @@ def unloadable() -> Any:
 # tests: tests/test_plugin.py). Each wraps the reference; ``refuse`` answers a request
 # before the reference sees it, ``rewrite`` changes what a finished execution reports.
 # ---------------------------------------------------------------------------------------
-
-from driver.hal.types import (  # noqa: E402 - the section's own imports
-    NO_TIMING,
-    DeviceType,
-    ErrorStatus,
-    Extension,
-    ExtensionOperandTypeInformation,
-    HalVersion,
-    OutputShape,
-    Priority,
-    Timing,
-)
 
 
 class _Relay:
