@@ -447,7 +447,10 @@ def _runnable(model: Model, sg, op, resolve=declaration) -> bool:
 
 def _reference_capabilities(version: HalVersion) -> Capabilities:
     one = PerformanceInfo(1.0, 1.0)
-    types = [t for t in OperandType if t not in (OperandType.OEM, OperandType.TENSOR_OEM_BYTE)]
+    # HAL 1.3: performance does not apply to SUBGRAPH and a driver must not report it
+    # (Android's nonExtensionOperandPerformance skips it; VTS checks).
+    no_performance = (OperandType.OEM, OperandType.TENSOR_OEM_BYTE, OperandType.SUBGRAPH)
+    types = [t for t in OperandType if t not in no_performance]
     if version < HalVersion.V1_3:
         types = [t for t in types if t <= OperandType.TENSOR_QUANT8_SYMM]
     if version < HalVersion.V1_2:

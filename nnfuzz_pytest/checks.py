@@ -332,7 +332,8 @@ def _performance_problems(where: str, info: Any) -> list[str]:
 
 def capabilities_problems(caps: Any) -> list[str]:
     """VTS getCapabilities rules: every performance figure positive (and a finite float);
-    operandPerformance sorted by type without duplicates, naming only operand types."""
+    operandPerformance sorted by type without duplicates, naming only operand types and
+    not SUBGRAPH (performance does not apply to it)."""
     if not isinstance(caps, Capabilities):
         return [f"getCapabilities gave {caps!r}, not Capabilities"]
     problems = []
@@ -350,6 +351,11 @@ def capabilities_problems(caps: Any) -> list[str]:
         if not isinstance(entry.type, int) or entry.type not in OperandType._value2member_map_:
             problems.append(
                 f"operand_performance[{k}] names type {entry.type}: not an operand type"
+            )
+        elif entry.type == OperandType.SUBGRAPH:
+            problems.append(
+                f"operand_performance[{k}] names SUBGRAPH: HAL 1.3 says a driver must not "
+                "report performance for it"
             )
     for k in range(1, len(types)):
         if not types[k - 1] < types[k]:

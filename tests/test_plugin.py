@@ -494,6 +494,7 @@ QUERY_ANSWERS = [
     ("negative", {"getCapabilities": _performance((0, -1.0, 1))}, "exec_time is -1.0"),
     ("nan", {"getCapabilities": _performance((0, 1, float("nan")))}, "power_usage is nan"),
     ("unknown type", {"getCapabilities": _performance((77, 1, 1))}, "names type 77"),
+    ("subgraph", {"getCapabilities": _performance((0, 1, 1), (15, 1, 1))}, "names SUBGRAPH"),
     ("empty version", {"getVersionString": ""}, "non-empty string"),
     ("device type", {"getType": 9}, "not a DeviceType"),
     ("no domain", {"getSupportedExtensions": [_extension("fibonacci")]}, "reverse domain"),
