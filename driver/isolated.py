@@ -50,7 +50,6 @@ import concurrent.futures
 import contextlib
 import enum
 import errno
-import logging
 import math
 import numbers
 import operator
@@ -89,6 +88,7 @@ from driver.hal.types import (
     Request,
     Timing,
 )
+from driver.launch import FencedCallback, check_fences, notify
 from driver.service import (
     MAX_COPY_DIMS,
     MAX_FDS,
@@ -125,8 +125,6 @@ MAX_TIMEOUT = 365 * 86400.0
 """Longest ``timeout`` / ``start_timeout`` (seconds): a year is "never" in practice, and
 the thread waits behind the hang watchdog overflow far beyond it."""
 _STDERR_TAIL_BYTES = 8192
-
-logger = logging.getLogger("nnfuzz.isolated")
 
 
 def check_timeout(name: str, value: Any) -> float:
@@ -178,14 +176,6 @@ class _Pending:
         self.settled = on_complete is None  # completion delivered (or none expected)
 
 
-def _notify(callback: Any, result: ExecutionResult, name: str) -> None:
-    """``callback.notify(*result)``; an exception (the caller's bug) is logged."""
-    try:
-        callback.notify(*result)
-    except Exception:
-        logger.exception("%s: an execution callback raised", name)
-
-
 class _Notifier:
     """Delivers one execution's result to the caller's callback exactly once, however
     the completion, a failed launch and the loss of the child race. A completion is
@@ -207,13 +197,13 @@ class _Notifier:
     def now(self, *result: Any) -> None:
         """Notify on this thread (the caller's, for a launch that failed)."""
         if self._claim():
-            _notify(self._callback, result, self._name)
+            notify(self._callback, result, self._name)
 
     def later(self, *result: Any) -> None:
         """Notify on a new thread (called from the reader or the watchdog thread)."""
         if self._claim():
             threading.Thread(
-                target=_notify,
+                target=notify,
                 args=(self._callback, result, self._name),
                 daemon=True,
                 name=f"nnfuzz-isolated-callback-{self._name}",
@@ -1129,7 +1119,6 @@ class IsolatedPreparedModel(_Remote):
         """``executeFenced`` in the child. The caller's fences are waited for here and
         relayed to the child over pipes (one byte: signalled or failed); the returned
         fence is this process's own, signalled when the child reports completion."""
-        from driver.launch import FencedCallback, check_fences
         from driver.sync import SyncFence
 
         device, child = self._device, self._child

@@ -11,6 +11,7 @@ GENERAL_FAILURE, its text kept as the device's ``last_error`` (its traceback goe
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -23,6 +24,8 @@ from driver.hal.device import ExecutionCallback, ExecutionResult, SyncFenceLike
 from driver.hal.types import NO_TIMING, UINT64_MAX, ErrorStatus, HalError, MeasureTiming, Timing
 from driver.log import VLOG, vlog
 from driver.sync import SyncFence
+
+logger = logging.getLogger("nnfuzz.launch")
 
 FencedRun = Callable[[int | None], ExecutionResult]
 """Runs the execution under the given deadline (fully specified outputs)."""
@@ -76,6 +79,16 @@ def internal_failure(device: Any, error: Exception, during: str) -> ExecutionRes
     return ErrorStatus.GENERAL_FAILURE, [], NO_TIMING
 
 
+def notify(callback: ExecutionCallback, result: ExecutionResult, name: str) -> None:
+    """``callback.notify(*result)``. An exception escaping it is the caller's bug; it is
+    logged rather than lost in a worker nobody reads (or ending a thread the driver
+    needs)."""
+    try:
+        callback.notify(*result)
+    except Exception:
+        logger.exception("%s: an execution callback raised", name)
+
+
 def launch_async(
     device: Any,
     workers: Executor,
@@ -89,7 +102,7 @@ def launch_async(
             result = run()
         except Exception as error:
             result = internal_failure(device, error, "in an asynchronous execution")
-        callback.notify(*result)
+        notify(callback, result, getattr(device, "name", "driver"))
 
     workers.submit(work)
 

@@ -378,6 +378,34 @@ def test_an_internal_error_after_the_launch_is_reported_not_lost(device, broken_
         pm.execute_synchronously(build_request(m, feeds()).request)
 
 
+def test_a_callback_that_raises_is_logged_and_the_device_goes_on(device, caplog):
+    # The caller's own notify() runs on the driver's worker: its exception went into a
+    # Future nobody reads, silently.
+    m = add_model()
+    pm = prepare(device, m)
+    raised = threading.Event()
+
+    class Raising:
+        def notify(self, status, shapes, timing):
+            raised.set()
+            raise RuntimeError("the caller's callback failed")
+
+    with caplog.at_level("ERROR", logger="nnfuzz.launch"):
+        assert pm.execute(build_request(m, feeds()).request, 0, None, None, Raising()) == (
+            ErrorStatus.NONE
+        )
+        assert raised.wait(10)
+        for _ in range(100):  # the log record follows the raise on the worker
+            if "an execution callback raised" in caplog.text:
+                break
+            time.sleep(0.01)
+    assert "an execution callback raised" in caplog.text
+    assert "the caller's callback failed" in caplog.text
+    rb = build_request(m, feeds())
+    assert execute_on(pm, rb.request, "async")[0] == ErrorStatus.NONE
+    assert rb.output_bytes(0) == (feeds()[0] + 0.5).tobytes()
+
+
 def test_dynamic_output_shape_reported(device):
     m = add_model(out_dims=(0, 0))
     pm = prepare(device, m)
