@@ -752,6 +752,34 @@ def test_allocate_role_rules(device):
     )
 
 
+def test_a_role_does_not_pass_to_a_model_that_gets_a_freed_models_address():
+    # Roles named prepared models by id(): one prepared after the role's model was freed
+    # can get its address and used that model's buffers. The registry alone, with stand-in
+    # prepared models, makes the reuse certain: objects of one size are allocated (and
+    # kept) until the allocator hands out the freed one's block.
+    from driver.buffers import BufferRegistry
+
+    device, model = object(), add_model()
+
+    class Prepared:
+        def __init__(self):
+            self.device, self.model = device, model
+
+    registry = BufferRegistry()
+    first = Prepared()
+    buf, token = registry.allocate(device, BufferDesc(), [first], [BufferRole(0, 0)], [])
+    registry.lookup(token, first, 0, is_output=False)  # its own model may use it
+    address = id(first)
+    del first
+    kept = []
+    while id(second := Prepared()) != address and len(kept) < 100_000:
+        kept.append(second)
+    assert id(second) == address  # the premise: the freed address is reused
+    with pytest.raises(HalError, match="was not allocated for input 0 of this model"):
+        registry.lookup(token, second, 0, is_output=False)
+    assert buf.token == token
+
+
 @pytest.mark.parametrize("dims", [("x", 3), None, 6, (2.5, 3), (-2, -3), (2**32, 1)], ids=repr)
 def test_copy_from_rejects_malformed_dimensions(device, dims):
     # HIDL's vec<uint32_t>: anything else is INVALID_ARGUMENT, never a Python exception
