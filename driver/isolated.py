@@ -67,7 +67,12 @@ from dataclasses import replace
 from typing import Any
 
 from driver import wire
-from driver.hal.device import ExecutionCallback, ExecutionResult, SyncFenceLike
+from driver.hal.device import (
+    EXECUTION_PATH_SINCE,
+    ExecutionCallback,
+    ExecutionResult,
+    SyncFenceLike,
+)
 from driver.hal.types import (
     NO_TIMING,
     UINT64_MAX,
@@ -728,6 +733,13 @@ class IsolatedDevice:
         self._record(Outcome.FAILURE, message)
         return status
 
+    def _lacks(self, method: str, since: HalVersion) -> ErrorStatus | None:
+        """GENERAL_FAILURE when the driver's HAL version has no ``method`` (as the driver
+        itself answers), before any argument check here could answer otherwise."""
+        if self._version >= since:
+            return None
+        return self._refuse(ErrorStatus.GENERAL_FAILURE, f"{method} needs HAL {since.label}")
+
     def _rpc(
         self,
         child: _Child | None,
@@ -879,6 +891,8 @@ class IsolatedDevice:
         data_cache: Sequence[int],
         token: bytes,
     ) -> tuple[ErrorStatus, IsolatedPreparedModel | None]:
+        if (absent := self._lacks("prepareModelFromCache", HalVersion.V1_2)) is not None:
+            return absent, None
         bad = _time_error(deadline=deadline)
         if bad is not None:
             return self._refuse(ErrorStatus.INVALID_ARGUMENT, bad), None
@@ -895,6 +909,8 @@ class IsolatedDevice:
         input_roles: Sequence[BufferRole],
         output_roles: Sequence[BufferRole],
     ) -> tuple[ErrorStatus, IsolatedBuffer | None, int]:
+        if (absent := self._lacks("allocate", HalVersion.V1_3)) is not None:
+            return absent, None, 0
         # The roles' prepared models live in one child (a stale one makes _rpc report
         # DEVICE_UNAVAILABLE); with none, the current child allocates.
         child: _Child | None = None
@@ -1122,6 +1138,8 @@ class IsolatedPreparedModel(_Remote):
         from driver.sync import SyncFence
 
         device, child = self._device, self._child
+        if (absent := device._lacks("executeFenced", EXECUTION_PATH_SINCE["fenced"])) is not None:
+            return absent, None, None
         try:
             check_fences(wait_for)
         except HalError as e:
