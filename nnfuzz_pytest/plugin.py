@@ -114,7 +114,10 @@ def _mentions_suite(args: list[str]) -> bool:
             p = Path(path_part).resolve()
         except OSError:
             continue
-        if p == SUITE_DIR or SUITE_DIR in p.parents or p in SUITE_DIR.parents:
+        # The suite's directory or a path in it; not a directory above it (a project
+        # with nnfuzz installed in its own .venv is above the suite, and pytest would
+        # not walk into .venv to find it).
+        if p == SUITE_DIR or SUITE_DIR in p.parents:
             return True
     return False
 

@@ -276,6 +276,32 @@ def test_the_suite_alone_needs_a_driver(pytester):
     assert "needs a driver" in result.stderr.str()
 
 
+def test_only_the_suite_or_a_path_in_it_names_the_suite():
+    # A directory above the suite (a project with nnfuzz in its own .venv) counted as
+    # naming it: plain pytest there was a usage error, and with --nn-driver the suite was
+    # not added (pytest does not walk into .venv): nothing ran, exit 0.
+    from nnfuzz_pytest.plugin import SUITE_DIR, _mentions_suite
+
+    assert _mentions_suite([str(SUITE_DIR)])
+    assert _mentions_suite([f"{SUITE_DIR / 'metamorphic.py'}::test_nchw_is_transposed_nhwc"])
+    assert _mentions_suite(["nnfuzz_pytest.conformance.differential"])
+    assert not _mentions_suite([str(SUITE_DIR.parent), str(SUITE_DIR.parents[1]), "tests"])
+
+
+def test_a_directory_above_the_suite_runs_it_once_with_a_driver(pytester):
+    from nnfuzz_pytest.plugin import SUITE_DIR
+
+    above = str(SUITE_DIR.parent)
+    plain = pytester.runpytest_inprocess("-p", "no:cacheprovider", above)
+    assert plain.ret == pytest.ExitCode.NO_TESTS_COLLECTED, plain.stderr.str()
+    listed = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--nn-driver", "reference", "--collect-only", "-q", above
+    )
+    ids = [ln for ln in listed.outlines if "::test_" in ln]
+    assert any("metamorphic.py::test_nchw_is_transposed_nhwc" in i for i in ids), listed.outlines
+    assert len(ids) == len(set(ids))
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
