@@ -67,7 +67,9 @@ def register_profiles(database: str | None = None) -> None:
     # No "explain" phase: it re-runs the shrunk example under tracing, costly for tests
     # whose every run drives a device, and the failure message already names the step.
     phases = [p for p in Phase if p != Phase.explain]
-    common = dict(deadline=None, print_blob=True, suppress_health_check=_HEALTH, phases=phases)
+    # No blob: the properties live in the installed suite, where a @reproduce_failure
+    # line cannot be added; the profiles with a database replay failures themselves.
+    common = dict(deadline=None, print_blob=False, suppress_health_check=_HEALTH, phases=phases)
     settings.register_profile(
         "nnfuzz-ci", derandomize=True, database=None, max_examples=100, **common
     )

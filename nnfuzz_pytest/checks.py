@@ -214,7 +214,8 @@ def assert_shapes_reported(execution: Execution, what: str) -> None:
 def assert_ok(execution: Execution, what: str) -> list[np.ndarray]:
     """Success, with what success must report: the output shapes, timing by the rules,
     and the fence of a fenced execution signalled without error."""
-    assert execution.ok, f"{what}: {execution.describe()} for a valid request"
+    outcome = execution.describe(with_path=not what.startswith(execution.path))
+    assert execution.ok, f"{what}: {outcome} for a valid request"
     assert execution.outputs is not None
     assert_timing_follows_rules(execution, what)
     assert_shapes_reported(execution, what)

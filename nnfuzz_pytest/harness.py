@@ -188,8 +188,12 @@ class Execution:
     def ok(self) -> bool:
         return self.status == ErrorStatus.NONE
 
-    def describe(self) -> str:
-        text = f"{self.path}: {_status_name(self.status)}"
+    def describe(self, with_path: bool = True) -> str:
+        """The outcome, e.g. ``sync: INVALID_ARGUMENT`` (without the path for messages
+        that name it already)."""
+        text = _status_name(self.status)
+        if with_path:
+            text = f"{self.path}: {text}"
         if self.launch_status is not None and self.launch_status != self.status:
             text += f" (launch returned {_status_name(self.launch_status)})"
         return text

@@ -18,6 +18,7 @@ import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -72,8 +73,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption(
         "--nn-ops",
+        action="append",
         metavar="ADD,CONV_2D,...",
-        help="only generate models with these operations",
+        help="only generate models with these operations (repeatable)",
     )
     g.addoption(
         "--nn-no-suite",
@@ -143,13 +145,21 @@ def pytest_configure(config: pytest.Config) -> None:
     register_profiles(config.getoption("--nn-database"))
     timeout = config.getoption("--nn-timeout") or budget.timeout
     version = config.getoption("--nn-hal-version")
+    ops_option = config.getoption("--nn-ops")
     try:
         hal = HalVersion.parse(version) if version else None
-        ops = (
-            operation_names(config.getoption("--nn-ops")) if config.getoption("--nn-ops") else None
-        )
+    except ValueError:
+        raise pytest.UsageError(
+            f"--nn-hal-version: unknown HAL version {version!r} (1.0, 1.1, 1.2 or 1.3)"
+        ) from None
+    try:
+        ops = operation_names(",".join(ops_option)) if ops_option else None
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
+    corpus = [Path(p) for p in config.getoption("--nn-corpus")]
+    for path in corpus:
+        if not path.exists():
+            raise pytest.UsageError(f"--nn-corpus: {path}: no such file or directory")
     try:
         driver = DriverUnderTest(lambda: load_device(spec), name=spec, version=hal, timeout=timeout)
     except (DriverCrash, DriverHang) as e:
@@ -157,6 +167,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if isinstance(cause, DriverLoadError):
             raise pytest.UsageError(f"--nn-driver: {cause}") from None
         raise pytest.UsageError(f"--nn-driver {spec}: {e}") from None
+    _check_against_driver(driver, hal, ops)
     save = config.getoption("--nn-save-failures")
     activate(
         NNSession(
@@ -166,7 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
             profile=profile,
             operations=ops,
             save_failures=Path(save) if save else None,
-            corpus=[Path(p) for p in config.getoption("--nn-corpus")],
+            corpus=corpus,
             isolate=config.getoption("--nn-isolate"),
         )
     )
@@ -176,6 +187,35 @@ def pytest_configure(config: pytest.Config) -> None:
     config._nnfuzz_hangs_before = len(HUNG_CALLS)  # type: ignore[attr-defined]
     if not config.getoption("--nn-no-suite") and not _mentions_suite(list(config.args)):
         config.args.append(str(SUITE_DIR))
+
+
+def _check_against_driver(driver: Any, hal: Any, ops: frozenset[int] | None) -> None:
+    """Options the loaded driver contradicts are usage errors: a HAL version above the
+    one it reports (every property would fail on what it does not have), operations it
+    cannot have at its version, or none at all."""
+    from driver import operations
+    from driver.hal.types import HalVersion, OperationType
+
+    reported = getattr(driver.device, "version", None)
+    if hal is not None and reported is not None and hal > HalVersion(reported):
+        raise pytest.UsageError(
+            f"--nn-hal-version {hal.label}: the driver reports HAL "
+            f"{HalVersion(reported).label}; test it at that version or below"
+        )
+    if ops is None:
+        return
+    if not ops:
+        raise pytest.UsageError("--nn-ops: no operation named")
+    newer = sorted(
+        OperationType(op).name
+        for op in ops
+        if op in operations.REGISTRY and operations.REGISTRY[op].min_version > driver.version
+    )
+    if newer:
+        raise pytest.UsageError(
+            f"--nn-ops: {', '.join(newer)} not in HAL {driver.version.label} (the driver's "
+            "version): leave them out"
+        )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):

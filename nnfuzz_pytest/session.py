@@ -17,11 +17,25 @@ from typing import Any
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 
-from driver.hal.types import ErrorStatus, HalVersion, MeasureTiming, OperationType
+from driver.hal.types import (
+    ErrorStatus,
+    HalVersion,
+    MeasureTiming,
+    OperandType,
+    OperationType,
+)
 from nnfuzz_pytest.budget import BUDGETS, Budget, property_settings
 from nnfuzz_pytest.harness import DriverCrash, DriverHang, DriverUnderTest, memory_names_for
-from nnfuzz_pytest.strategies import FAMILIES, Case, generated_models, one_operation_models
+from nnfuzz_pytest.strategies import (
+    LAYOUT_OPERATIONS,
+    OPERATIONS,
+    Case,
+    generated_models,
+    one_operation_models,
+    operation_types,
+)
 
 V = HalVersion
 
@@ -47,25 +61,34 @@ class NNSession:
 
     # --- what to generate -------------------------------------------------------------
     def supported_operations(self) -> frozenset[int]:
-        """The generated operations the driver supports (asked once, on a small model of
-        each family), so a partial driver is tested on what it claims to run."""
+        """The generated operations (within ``--nn-ops``) the driver supports on at least
+        one of their tensor types, so a partial driver is tested on what it claims to
+        run. Asked on a small model of each: any type first, then each type the families
+        make until one is supported (a quant8-only driver supports no float32 case)."""
         if "ops" not in self._support:
             ops = set()
-            for family_ops, _ in FAMILIES.values():
-                for op in family_ops:
-                    if self.operations is not None and op not in self.operations:
-                        continue
-                    if self._probe(op):
-                        ops.add(op)
+            for op in sorted(OPERATIONS):
+                if self.operations is not None and op not in self.operations:
+                    continue
+                if self._probe(op) or any(
+                    self._signature_supported(op, t) for t in operation_types(op, self.version)
+                ):
+                    ops.add(op)
             self._support["ops"] = frozenset(ops)
         return self._support["ops"]
 
     def supports(self, op: int, type_code: int) -> bool:
         """Whether the driver supports ``op`` on tensors of ``type_code`` (asked once, on
-        a small model; False when the families make no such model at its version)."""
+        a small model; False when the families make no such model at its version, or
+        ``--nn-ops`` leaves ``op`` out)."""
+        if self.operations is not None and op not in self.operations:
+            return False
+        return self._signature_supported(op, type_code)
+
+    def _signature_supported(self, op: int, type_code: int) -> bool:
         key = ("signature", op, type_code)
         if key not in self._support:
-            self._support[key] = op in self.supported_operations() and self._probe(op, {type_code})
+            self._support[key] = self._probe(op, {type_code})
         return self._support[key]
 
     def _probe(self, op: int, types: Collection[int] | None = None) -> bool:
@@ -85,14 +108,14 @@ class NNSession:
         The generated one-operation families, plus the random-graph generator's graphs
         (restricted to ``--nn-ops`` and ``operations`` when given) unless ``graphs`` is
         False or ``types``/``layout`` narrow the request to what only the families
-        produce."""
+        produce. Skips the test (with the reason) when that leaves nothing to draw."""
         explicit = kw.pop("operations", None)
         with_graphs = kw.pop("graphs", True)
         ops = set(explicit or self.supported_operations())
         ops &= set(self.supported_operations())
+        if kw.get("types") is not None:
+            ops = {op for op in ops if any(self.supports(op, t) for t in kw["types"])}
         if kw.get("layout"):
-            from nnfuzz_pytest.strategies import LAYOUT_OPERATIONS
-
             ops &= LAYOUT_OPERATIONS
         own = one_operation_models(self.version, operations=ops, **kw) if ops else None
         graphs = None
@@ -103,7 +126,27 @@ class NNSession:
             if graph_ops is None or graph_ops:
                 graphs = generated_models(self.version, operations=graph_ops)
         choices = [s for s in (own, graphs) if s is not None]
-        return st.one_of(choices) if choices else st.nothing()
+        if not choices:
+            pytest.skip(self._nothing_to_draw(explicit, kw.get("types"), kw.get("layout")))
+        return st.one_of(choices)
+
+    def _nothing_to_draw(
+        self, explicit: Collection[int] | None, types: Collection[int] | None, layout: Any
+    ) -> str:
+        what = []
+        if explicit is not None:
+            what.append("of " + ", ".join(sorted(OperationType(op).name for op in explicit)))
+        if types is not None:
+            what.append("on " + " or ".join(sorted(OperandType(t).name for t in types)))
+        if layout:
+            names = ", ".join(sorted(OperationType(op).name for op in LAYOUT_OPERATIONS))
+            what.append(f"with a layout flag ({names})")
+        if self.operations is not None:
+            what.append("within --nn-ops")
+        return (
+            f"nothing to test: the driver (HAL {self.version.label}) supports no generated "
+            f"one-operation model {' '.join(what)}"
+        ).rstrip()
 
     def graph_models(self) -> st.SearchStrategy[Case]:
         """The random-graph generator's graphs for the driver (``--nn-ops`` applies)."""
@@ -234,17 +277,23 @@ def nn_property(
         @functools.wraps(fn)
         def body(*args, **kwargs):
             session = _ACTIVE
-            if session is not None:
-                session.runs[name] += 1
+            rejected = False
             try:
                 return fn(*args, **kwargs)
+            except UnsatisfiedAssumption:
+                rejected = True  # not a run: e.g. a model the driver does not support
+                raise
             except (AssertionError, DriverHang, DriverCrash):
                 case = _case_in(args, kwargs)
                 if session is not None and case is not None:
                     session.last_failure[name] = case
                 raise
+            finally:
+                if session is not None and not rejected:
+                    session.runs[name] += 1
 
-        test = given(**strategies)(body)
+        given_test = given(**strategies)(body)
+
         session = _ACTIVE
         base = (
             session.settings(weight)
@@ -257,7 +306,26 @@ def nn_property(
             changes["max_examples"] = int(getattr(budget, examples))
         if not shrink:
             changes["phases"] = [p for p in base.phases if p != Phase.shrink]
-        return settings(base, **changes)(test)
+        given_test = settings(base, **changes)(given_test)
+
+        @functools.wraps(given_test)
+        def test(*args, **kwargs):
+            session = _ACTIVE
+            ran_before = session.runs[name] if session is not None else 0
+            try:
+                return given_test(*args, **kwargs)
+            except Unsatisfiable:
+                if session is None or session.runs[name] > ran_before:
+                    raise
+                # Every example was rejected before it ran: the driver supports none
+                # of the cases this property draws (e.g. no relaxed models). Nothing of
+                # it can be tested, which is not a failure of the driver.
+                pytest.skip(
+                    "nothing to test: every case this property generated was one the "
+                    "driver does not support (or the property cannot apply to)"
+                )
+
+        return test
 
     return decorate
 

@@ -242,6 +242,47 @@ def test_stress_verdicts_classify_success_crash_and_hang(spec, case, verdict):
     assert set(tally.counts) == {Verdict[verdict]}, (tally.counts, tally.examples)
 
 
+# A partial driver is tested on what it supports; what it supports nothing of is skipped
+# with the reason (it failed with hypothesis' Unsatisfiable, and a quant8-only driver was
+# taken to support no operation at all: every differential target skipped).
+PARTIAL_SKIPS = {
+    "partial-quant": [
+        "test_outputs_match_reference[ADD-quant8] PASSED",
+        "test_relaxed_is_within_relaxed_tolerance_of_float32 SKIPPED",
+        "supports no generated one-operation model on TENSOR_FLOAT32",
+        "test_nchw_is_transposed_nhwc PASSED",  # on its quant8 convolutions and pools
+    ],
+    "partial-minimal": [
+        "test_quant8_signed_is_unsigned_minus_128 SKIPPED",
+        "supports no generated one-operation model on TENSOR_QUANT8_ASYMM",
+        # MINIMAL supports float32 but no relaxed model: every relaxed variant is refused.
+        "test_relaxed_is_within_relaxed_tolerance_of_float32 SKIPPED",
+        "every case this property generated was one the driver does not support",
+    ],
+}
+
+
+@pytest.mark.parametrize("driver", sorted(PARTIAL_SKIPS))
+def test_suite_passes_on_a_partial_driver_and_says_what_it_skips(pytester, driver):
+    result = run_suite(
+        pytester, "--nn-driver", driver, "-m", "nn_metamorphic or nn_differential", "-rs", "-v"
+    )
+    counts = outcomes(result)
+    assert counts.get("failed", 0) == 0 and counts.get("errors", 0) == 0, result.stdout.str()
+    text = result.stdout.str()
+    for expected in PARTIAL_SKIPS[driver]:
+        assert expected in text, expected
+
+
+def test_operations_options_add_up(pytester):
+    # --nn-ops given twice kept only the last list.
+    args = ("--nn-driver", "reference", "-m", "nn_metamorphic", "-k", "nchw", "-rs", "-v")
+    only_add = run_suite(pytester, *args, "--nn-ops", "ADD")
+    assert "test_nchw_is_transposed_nhwc SKIPPED" in only_add.stdout.str()
+    both = run_suite(pytester, *args, "--nn-ops", "ADD", "--nn-ops", "CONV_2D")
+    assert "test_nchw_is_transposed_nhwc PASSED" in both.stdout.str()
+
+
 # ---------------------------------------------------------------------------------------
 # Without --nn-driver nothing changes; fixtures for test authors
 # ---------------------------------------------------------------------------------------
@@ -309,6 +350,14 @@ def test_a_directory_above_the_suite_runs_it_once_with_a_driver(pytester):
         (["--nn-driver", "reference", "--nn-timeout", "-1"], "--nn-timeout: must be a finite"),
         (["--nn-driver", "reference", "--nn-hal-version", "9.9"], "unknown HAL version '9.9'"),
         (["--nn-driver", "reference", "--nn-ops", "NOPE"], "unknown operation 'NOPE'"),
+        (["--nn-driver", "reference", "--nn-ops", ","], "--nn-ops: no operation named"),
+        # Options the driver contradicts: every property would fail (or not generate).
+        (["--nn-driver", "reference-1.0", "--nn-ops", "HARD_SWISH"], "HARD_SWISH not in HAL 1.0"),
+        (
+            ["--nn-driver", "reference-1.0", "--nn-hal-version", "1.3"],
+            "--nn-hal-version 1.3: the driver reports HAL 1.0",
+        ),
+        (["--nn-driver", "reference", "--nn-corpus", "no/such/dir"], "no/such/dir: no such file"),
     ],
 )
 def test_bad_option_is_a_usage_error(pytester, options, message):
@@ -730,3 +779,22 @@ def test_constants_as_inputs_considers_copied_and_referenced_constants(conforman
     b.add_operation(O.ADD, [x, copied, b.add_scalar(T.INT32, 0)], [middle])
     b.add_operation(O.ADD, [middle, referenced, b.add_scalar(T.INT32, 0)], [out])
     assert metamorphic.constant_tensors(b.build()) == [copied, referenced]
+
+
+@pytest.mark.parametrize(
+    "what, message",
+    [
+        ("sync", "sync: INVALID_ARGUMENT for a valid request"),  # was "sync: sync: ..."
+        ("sync, dynamic output shapes", "sync, dynamic output shapes: INVALID_ARGUMENT for"),
+        ("from cache", "from cache: burst: INVALID_ARGUMENT for a valid request"),
+    ],
+)
+def test_a_failed_execution_names_its_path_once(what, message):
+    from nnfuzz_pytest.checks import assert_ok
+    from nnfuzz_pytest.harness import Execution
+
+    path = "burst" if what == "from cache" else "sync"
+    execution = Execution(path, ErrorStatus.INVALID_ARGUMENT, [], NO_TIMING)
+    with pytest.raises(AssertionError) as failure:
+        assert_ok(execution, what)
+    assert str(failure.value).startswith(message), str(failure.value)

@@ -185,7 +185,7 @@ def test_output_insufficient_size_reports_the_shape(nn_driver, case, data):
         bundle = build_request(model, list(case.inputs), output_sizes=sizes)
         execution = nn_driver.execute(prepared, bundle.request, path)
         assert execution.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, (
-            f"{path}: {execution.describe()} for output {k} one byte too small"
+            f"{path}: {execution.describe(with_path=False)} for output {k} one byte too small"
         )
         assert len(execution.shapes) == len(sizes), f"{path}: shapes {execution.shapes}"
         got = execution.shapes[k]
@@ -318,7 +318,9 @@ def test_memory_domain_rules(nn_driver, case, data):
             if path == "fenced" and specified is None:
                 continue  # a zero-sized output: executeFenced takes no such request
             execution = nn_driver.execute(prepared, request, path)
-            assert execution.ok, f"{path}: execution from an input buffer: {execution.describe()}"
+            assert execution.ok, (
+                f"{path}: execution from an input buffer: {execution.describe(with_path=False)}"
+            )
             got = read_outputs(case.model, bundle, execution.shapes)
             assert_same_bits(got, direct, f"{path}: buffer input vs shared memory", case.ignored)
     elif scenario == "uninitialized input":
