@@ -173,6 +173,10 @@ def load_device(spec: str) -> Device:
                 "module:callable, partitioned:D1,D2,... or D@isolated"
             )
         module_name, _, attr = spec.partition(":")
+        if not all(part.isidentifier() for part in module_name.split(".")):
+            # importlib raises ValueError/TypeError, not ImportError, for '' and relative
+            # names ('.x', '..'): a --driver typo must still be a usage error.
+            raise DriverLoadError(f"bad driver module name {module_name!r} in {spec!r}")
         try:
             module = importlib.import_module(module_name)
         except ImportError as e:

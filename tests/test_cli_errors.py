@@ -99,6 +99,17 @@ USAGE_ERRORS = [
     (["random", "--version", "V9"], "argument --version: unknown HAL version 'V9'"),
     (["random", "--rank", "x"], "argument --rank: not a comma-separated list of integers"),
     (["decode", "x", "--version", "V9"], "argument --version: unknown HAL version 'V9'"),
+    # A module:callable driver whose module name importlib cannot take (empty or
+    # relative): it raised ValueError/TypeError, a traceback with exit status 1.
+    *[
+        ([*command, "--driver", driver], f"bad driver module name {module!r}")
+        for driver, module in [(":make", ""), (".x:make", ".x"), ("..:make", "..")]
+        for command in [
+            ["replay", str(CORPUS_SPEC)],
+            ["minimize", str(CORPUS_SPEC)],
+            ["random", "--max-tests", "1"],
+        ]
+    ],
     (["generate", "--seeds", "abc"], "bad seed range 'abc'"),
     (["generate", "--seeds", "5:"], "--seeds 5: has no end"),
     (["generate", "--ops", "-3"], "--ops: must be >= 1, got -3"),
