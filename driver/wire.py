@@ -65,7 +65,7 @@ import stat
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from driver.hal.types import (
     NO_LOCATION,
@@ -868,6 +868,22 @@ def read_header(data: bytes | bytearray | memoryview) -> tuple[int, MessageKind,
             DecodeFailure.TRAILING_BYTES,
         )
     return version, message_kind, length
+
+
+def read_message(stream: BinaryIO, *, already: bytes = b"", then: int = 1) -> bytes:
+    """The bytes of one message read from ``stream`` (``already``: its first bytes, read
+    before): the header, then no more than the body length it declares plus ``then``
+    bytes (1: enough for :func:`read_header` to report trailing bytes). Whatever does not
+    start like a message is returned after its first :data:`HEADER_SIZE` bytes, and a
+    declared length over :data:`MAX_MESSAGE_BYTES` reads no body: the decoder says what is
+    wrong, and ``/dev/zero`` or an endless pipe cannot fill memory."""
+    head = already + stream.read(max(0, HEADER_SIZE - len(already)))
+    if len(head) < HEADER_SIZE or head[:4] != MAGIC:
+        return head
+    (length,) = struct.unpack_from("<I", head, 8)
+    if length > MAX_MESSAGE_BYTES - HEADER_SIZE:
+        return head
+    return head + stream.read(max(0, HEADER_SIZE + length + then - len(head)))
 
 
 def decode(

@@ -265,3 +265,80 @@ def test_every_file_a_help_example_names_exists():
             assert (root / path).exists(), f"`{prog} --help` names {path}, which does not exist"
             checked += 1
     assert checked >= 6  # the dot, decode and fuzz examples
+
+
+# ---------------------------------------------------------------------------------------
+# Input files are read only as far as they can matter: a device, a FIFO or an endless
+# pipe must not fill memory.
+
+
+def _feed_fifo(path: Path, data: bytes, total: int) -> dict:
+    """A FIFO at ``path`` fed ``data`` then zeros, ``total`` bytes at most, in a thread;
+    the returned dict's "written" says how many bytes the reader took before closing."""
+    import os
+    import threading
+
+    os.mkfifo(path)
+    fed = {"written": 0}
+
+    def feed():
+        with open(path, "wb", buffering=0) as f:
+            chunk = data + bytes(65536 - len(data))
+            try:
+                while fed["written"] < total:
+                    fed["written"] += f.write(chunk)
+                    chunk = bytes(65536)
+            except BrokenPipeError:
+                pass  # the reader had enough
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    fed["thread"] = thread
+    return fed
+
+
+@pytest.mark.parametrize("command", ["decode", "dot"])
+def test_a_wire_message_is_read_no_further_than_its_header_says(files, capsys, command):
+    # A MODEL header declaring a 4-byte body, then 64 MiB of zeros: nnfuzz read them all.
+    header = b"NNFW\x01\x00\x01\x00\x04\x00\x00\x00"
+    fed = _feed_fifo(Path("message.bin"), header, 64 << 20)
+    assert exit_status([command, "message.bin"]) in (1, 2)  # a decode error
+    fed["thread"].join(30)
+    assert fed["written"] < 4 << 20, "read past the declared message"
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_decode_reads_a_bounded_part_of_endless_standard_input(files, capsys, monkeypatch):
+    import io
+    import sys
+
+    class Zeros(io.RawIOBase):
+        def readinto(self, buffer):
+            buffer[:] = bytes(len(buffer))
+            return len(buffer)
+
+        def read(self, size=-1):
+            assert size is not None and size >= 0, "read to the end of an endless stream"
+            return super().read(size)
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(Zeros()))
+    assert exit_status(["decode", "-"]) == 1
+    assert "bad magic" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["replay"], ["minimize"], ["dot"], ["specs", "expand"]])
+def test_a_spec_that_is_no_regular_file_or_too_large_is_refused(
+    files, capsys, monkeypatch, command
+):
+    import os
+
+    from randomgraph.spec import loader
+
+    os.symlink(os.devnull, "device.mod.py")  # as a link to /dev/zero, but harmless
+    extra = ["--json", "-"] if command == ["specs", "expand"] else []
+    assert exit_status([*command, "device.mod.py", *extra]) == 2
+    assert "device.mod.py: not a regular file" in capsys.readouterr().err
+    monkeypatch.setattr(loader, "MAX_SPEC_BYTES", 100)
+    Path("long.mod.py").write_text(ABS_SPEC.format(example=GOOD_EXAMPLE))
+    assert exit_status([*command, "long.mod.py", *extra]) == 2
+    assert "long.mod.py: larger than a spec file may be" in capsys.readouterr().err

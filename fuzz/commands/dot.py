@@ -85,15 +85,15 @@ def cmd_dot(args: argparse.Namespace) -> int:
         # Only the name says "spec": any other file is decoded, never run as Python.
         try:
             with path.open("rb") as f:
-                magic = f.read(len(wire.MAGIC))
-                if magic != wire.MAGIC:
-                    return _fail(
-                        f"{path}: not a wire model (bad magic {magic!r}, expected "
-                        f"{wire.MAGIC!r}) nor a spec file (a spec's name ends in {SPEC_SUFFIX})"
-                    )
-                data = magic + f.read()
+                data = wire.read_message(f)  # no further than the header says
         except OSError as e:
             return _fail(f"cannot read {path}: {e.strerror or e}")
+        magic = data[: len(wire.MAGIC)]
+        if magic != wire.MAGIC:
+            return _fail(
+                f"{path}: not a wire model (bad magic {magic!r}, expected "
+                f"{wire.MAGIC!r}) nor a spec file (a spec's name ends in {SPEC_SUFFIX})"
+            )
         try:
             model = wire.decode_model(data)
         except wire.WireDecodeError as e:

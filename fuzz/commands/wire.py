@@ -13,7 +13,7 @@ import struct
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from typing import BinaryIO
 
 from driver import wire
 from driver.hal.types import (
@@ -108,9 +108,23 @@ def register(sub) -> None:
 
 
 def _read(path: str) -> bytes:
+    """The message in ``path`` ('-': standard input), or a ``request`` fuzz input
+    (selector byte, message, pool bytes), read only as far as it declares: a device, a
+    FIFO or an endless pipe cannot fill memory."""
     if path == "-":
-        return sys.stdin.buffer.read()
-    return Path(path).read_bytes()
+        return _read_input(sys.stdin.buffer)
+    with open(path, "rb") as f:
+        return _read_input(f)
+
+
+def _read_input(stream: BinaryIO) -> bytes:
+    from fuzz.targets.request import MAX_LEN
+
+    data = wire.read_message(stream)
+    if data[:4] != wire.MAGIC and data[1:5] == wire.MAGIC:
+        # After the message, the pool bytes: no more than the fuzz target ever reads.
+        data = data[:1] + wire.read_message(stream, already=data[1:], then=MAX_LEN)
+    return data
 
 
 def _hex_context(data: bytes, offset: int, width: int = 8) -> str:

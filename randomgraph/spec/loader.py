@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import stat
 import sys
 import threading
 import traceback
@@ -65,13 +66,31 @@ def find_specs(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
+MAX_SPEC_BYTES = 64 << 20
+"""Largest spec file read: 64 MiB. A spec is source code; even a dumped random graph at
+the generator's element limits is far smaller. Reading stops there, so a huge file or
+a link to a device cannot fill memory."""
+
+
 def _read_spec_text(path: Path) -> str:
-    """The text of the spec file at ``path``; :class:`SpecError` when it cannot be read
-    or is not UTF-8 (Python source, as Android's generator reads it)."""
+    """The text of the spec file at ``path``; :class:`SpecError` when it cannot be read,
+    is not a regular file (a device or FIFO: endless, or a hang on open), is larger than
+    :data:`MAX_SPEC_BYTES` or is not UTF-8 (Python source, as Android's generator reads
+    it)."""
     try:
-        return path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise SpecError("not a regular file (a spec file is Python source)", str(path))
+        data = bytearray()
+        with path.open("rb") as f:
+            # In chunks: read(MAX_SPEC_BYTES + 1) would allocate all of it up front.
+            while len(data) <= MAX_SPEC_BYTES and (chunk := f.read(1 << 20)):
+                data += chunk
     except OSError as e:
         raise SpecError(f"cannot read: {e.strerror or e}", str(path)) from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"larger than a spec file may be ({MAX_SPEC_BYTES >> 20} MiB)", str(path))
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise SpecError(
             f"not a spec file: byte {e.start} is not UTF-8 text ({e.reason})", str(path)
