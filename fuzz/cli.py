@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from typing import TextIO
 
 from randomgraph.stopping import stop_signals_interrupt
 
@@ -39,27 +41,76 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+STANDARD_OUTPUT = "standard output"
+
+
+class _NamedStandardOutput:
+    """``sys.stdout`` whose write errors name it (``OSError.filename``), so that a full
+    disk or device behind it is reported as one line, like any output path."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as e:
+            e.filename = e.filename or STANDARD_OUTPUT
+            raise
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            e.filename = e.filename or STANDARD_OUTPUT
+            raise
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _discard_standard_output() -> None:
+    """Point file descriptor 1 at /dev/null: what is still buffered for a standard output
+    that failed would fail again at exit, with Python's 'Exception ignored' and status 120."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return  # not a file (captured): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    stdout = sys.stdout
+    sys.stdout = _NamedStandardOutput(stdout)
     try:
         with stop_signals_interrupt():
-            return int(args.func(args) or 0)
+            status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a write error shows here, not after main returned
+        return status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        _discard_standard_output()  # the reader is gone: that is no error
         return 0
     except OSError as e:
         if e.filename is None:
             raise
-        # A path the user named (an output file, a --work or --out directory) is not
-        # usable: say which and why, not where in the code it was found out.
+        if e.filename == STANDARD_OUTPUT:
+            _discard_standard_output()
+        # A path the user named (an output file, a --work or --out directory, standard
+        # output) is not usable: say which and why, not where in the code it was found out.
         print(f"nnfuzz: {e.filename}: {e.strerror or e}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

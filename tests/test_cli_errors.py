@@ -4,6 +4,7 @@ every ``nnfuzz`` command — never a traceback; a run that found nothing to do s
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from fuzz.cli import main as nnfuzz
 CORPUS_SPEC = (
     Path(__file__).resolve().parents[1] / "corpus" / "specs" / "V1_0" / "mul_broadcast.mod.py"
 )
+
+CORPUS_MODEL = CORPUS_SPEC.parents[2] / "model" / "seed-abs_float32"
 
 
 @pytest.fixture
@@ -26,6 +29,11 @@ def files(tmp_path, monkeypatch):
     Path("badvalue.mod.py").write_text(ABS_SPEC.format(example="{i: ['a', 'b'], o: [1.0, 2.0]}"))
     Path("invalid.mod.py").write_text(ABS_SPEC.format(example=GOOD_EXAMPLE).replace("ABS", "ADD"))
     Path("corrupt.bin").write_bytes(b"NNFX\x00\x01\x00\x00")
+    # Output paths that are no regular file (never run with a device node: a test that
+    # went wrong could replace it).
+    Path("adir").mkdir()
+    os.mkfifo("fifo")
+    os.symlink("nowhere", "dangling")
     return tmp_path
 
 
@@ -110,8 +118,20 @@ USAGE_ERRORS = [
             ["random", "--max-tests", "1"],
         ]
     ],
-    (["generate", "--seeds", "abc"], "bad seed range 'abc'"),
-    (["generate", "--seeds", "5:"], "--seeds 5: has no end"),
+    # generate takes A:B or N; its message offered 'A:' (unbounded), which it refuses.
+    (["generate", "--seeds", "abc"], "--seeds 'abc': use A:B (A < B, B excluded) or N"),
+    (["generate", "--seeds", "5:"], "--seeds '5:': use A:B (A < B, B excluded) or N"),
+    (["generate", "--seeds", "0:"], "--seeds '0:': use A:B (A < B, B excluded) or N"),
+    (["generate", "--seeds", "5:3"], "--seeds '5:3': use A:B (A < B, B excluded) or N"),
+    # Sizes: each has a limit (a 173 GiB allocation, a run of hours, before).
+    (["generate", "--ops", "201"], "argument --ops: must be <= 200, got 201"),
+    (["generate", "--dims", "1000000000"], "argument --dims: must be <= 100000"),
+    (["generate", "--elements", "1000000000000"], "argument --elements: must be <= 100000"),
+    (["generate", "--ops", "40", "--elements", "100000"], "--ops x --elements must be <= 2000000"),
+    (["generate", "--op", "ADD,nope"], "unknown operation 'nope'"),
+    (["generate", "--op", "ADD,"], "--operation: expected a comma-separated list, got 'ADD,'"),
+    (["generate", "--type", "FLOAT32,nope"], "unknown type 'nope'"),
+    (["generate", "--version", "1.2,9"], "unknown HAL version '9'"),
     (["generate", "--ops", "-3"], "--ops: must be >= 1, got -3"),
     (["generate", "--seed", "-1"], "--seed: must be >= 0"),
     (["fuzz", "model", "--time", "-5"], "--time: must be a finite number >= 0"),
@@ -124,8 +144,30 @@ USAGE_ERRORS = [
     (["specs", "expand", str(CORPUS_SPEC), "--json", "no-dir/x.json"], "no-dir is not a directory"),
     (["generate", "--json", "no-dir/g.json"], "no-dir is not a directory"),
     (["dot", str(CORPUS_SPEC), "-o", "no-dir/g.dot"], "no-dir is not a directory"),
+    # An output path that exists and is no regular file, or that cannot be created, or
+    # is empty: refused before the run, naming the option (the run's work was lost).
+    *[
+        ([*command, option, path], f"argument {shown}: {message}")
+        for command, option, shown in [
+            (["generate", "--seeds", "0:3"], "--json", "--json"),
+            (["dot", str(CORPUS_SPEC)], "-o", "-o/--output"),
+        ]
+        for path, message in [
+            ("adir", "adir is a directory"),
+            ("fifo", "fifo is not a regular file"),
+            ("dangling", "dangling is a symbolic link to nothing"),
+            ("adir/", "adir/ ends in '/' (a directory): name a file"),
+            ("/proc/x.json", "cannot write /proc/x.json: "),
+            ("", "an empty path names no file"),
+        ]
+    ],
+    (["generate", "--dump", ""], "argument --dump: an empty path names no directory"),
+    (["generate", "--dump", "/proc/x"], "argument --dump: cannot write into /proc/x: "),
     # Output directories that cannot be created (under a file): the path and the reason.
-    (["generate", "--dump", "empty.mod.py/specs"], "empty.mod.py/specs: Not a directory"),
+    (
+        ["generate", "--dump", "empty.mod.py/specs"],
+        "--dump: empty.mod.py is not a directory (to write into empty.mod.py/specs)",
+    ),
     (["random", "--out", "empty.mod.py/c", "--max-tests", "1"], "empty.mod.py/c: Not a directory"),
     (["fuzz", "model", "--work", "empty.mod.py/w"], "empty.mod.py/w/corpus: Not a directory"),
 ]
@@ -342,3 +384,114 @@ def test_a_spec_that_is_no_regular_file_or_too_large_is_refused(
     Path("long.mod.py").write_text(ABS_SPEC.format(example=GOOD_EXAMPLE))
     assert exit_status([*command, "long.mod.py", *extra]) == 2
     assert "long.mod.py: larger than a spec file may be" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------
+# Outputs: checked before the work, written whole, never lost.
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["generate", "--seeds", "0:3", "--json", "adir"],
+        ["generate", "--seeds", "0:3", "--json", "/proc/x.json"],
+        ["generate", "--seeds", "0:3", "--dump", "empty.mod.py/specs"],
+    ],
+    ids=["json directory", "json unwritable", "dump under a file"],
+)
+def test_generate_refuses_an_output_path_before_generating(files, capsys, monkeypatch, argv):
+    import randomgraph.generator
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("generated before the output path was checked")
+
+    monkeypatch.setattr(randomgraph.generator, "generate", must_not_run)
+    assert exit_status(argv) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def _disk_full(monkeypatch):
+    """Every fsync fails as on a full disk (no device node is ever written)."""
+    import errno
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+
+
+@pytest.mark.parametrize(
+    ("argv", "output"),
+    [
+        (["generate", "--seeds", "0:2", "--json", "g.json"], "g.json"),
+        (["dot", str(CORPUS_MODEL), "-o", "g.dot"], "g.dot"),
+    ],
+    ids=["generate --json", "dot -o"],
+)
+def test_a_failed_write_names_the_path_and_keeps_the_output(
+    files, capsys, monkeypatch, tmp_path, argv, output
+):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "saved"))
+    (tmp_path / "saved").mkdir()
+    monkeypatch.setattr("tempfile.tempdir", None)  # re-read TMPDIR
+    _disk_full(monkeypatch)
+    assert exit_status(argv) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"nnfuzz: {output}: No space left on device; the output is saved in ")
+    saved = Path(last.rsplit(" ", 1)[1])
+    assert saved.parent == tmp_path / "saved" and saved.read_text()
+    assert not Path(output).exists() and not list(Path.cwd().glob(f".{output}*"))  # no .tmp
+
+
+@pytest.mark.parametrize("argv", [["ops"], ["dot", str(CORPUS_MODEL)]], ids=["ops", "dot"])
+def test_a_failed_write_to_standard_output_is_one_line(files, capsys, monkeypatch, argv):
+    import errno
+    import io
+    import sys
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    assert exit_status(argv) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "nnfuzz: standard output: No space left on device"
+    assert "Traceback" not in err
+
+
+def test_an_output_link_is_written_through(files, capsys):
+    Path("target.json").write_text("old")
+    os.symlink("target.json", "link.json")
+    assert exit_status(["generate", "--seeds", "0:2", "-q", "--json", "link.json"]) == 0
+    assert os.path.islink("link.json")
+    assert len(json.loads(Path("target.json").read_text())["graphs"]) == 2
+
+
+def test_generate_takes_comma_lists_like_random(files, capsys):
+    argv = ["generate", "--seeds", "0:4", "--op", "ADD,MUL", "--json", "g.json", "-q"]
+    assert exit_status(argv) == 0
+    ops = {op for g in json.loads(Path("g.json").read_text())["graphs"] for op in g["operations"]}
+    assert ops == {"ADD", "MUL"}
+
+
+def test_an_interrupted_generate_keeps_the_graphs_that_finished(files, capsys, monkeypatch):
+    import randomgraph.generator
+
+    real = randomgraph.generator.generate
+    calls = []
+
+    def interrupt_the_fourth(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(randomgraph.generator, "generate", interrupt_the_fourth)
+    argv = ["generate", "--seeds", "0:100", "--coverage", "--json", "g.json", "--dump", "d"]
+    assert exit_status(argv) == 130
+    out, err = capsys.readouterr()
+    assert "3 graphs generated, 0 failed" in err and "(interrupted)" in err
+    assert out.strip(), "no coverage table"
+    assert [g["seed"] for g in json.loads(Path("g.json").read_text())["graphs"]] == [0, 1, 2]
+    assert len(list(Path("d").glob("*.mod.py"))) == 3

@@ -9,7 +9,7 @@ from pathlib import Path
 from driver import wire
 from driver.graphdump import graph_dump
 from driver.hal.types import Model
-from fuzz.commands.arguments import output_file
+from fuzz.commands.outputs import writable_file, write_output
 
 SPEC_SUFFIX = ".mod.py"  # as randomgraph.spec.loader's, imported only to draw a spec
 
@@ -42,7 +42,7 @@ def register(sub) -> None:
     )
     p.add_argument("-k", dest="pattern", help="the test model of a spec file to draw")
     p.add_argument(
-        "-o", "--output", type=output_file, help="write the graph here (default: stdout)"
+        "-o", "--output", type=writable_file, help="write the graph here (default, '-': stdout)"
     )
     p.set_defaults(func=cmd_dot)
 
@@ -100,8 +100,8 @@ def cmd_dot(args: argparse.Namespace) -> int:
             return _fail(f"{path}: {e}")
         name = path.stem
     text = graph_dump(model, name)
-    if args.output:
-        Path(args.output).write_text(text)
+    if args.output not in (None, "-"):
+        write_output(args.output, text)
         print(
             f"{args.output}: {len(model.main.operations)} operations, "
             f"{1 + len(model.referenced)} subgraphs",

@@ -4,6 +4,10 @@ nnfuzz generate --seed 7                        # one graph, summarized
 nnfuzz generate --seeds 0:1000 --preset single --coverage
 nnfuzz generate --seed 7 --dump out/            # out/random_small_7.mod.py
 nnfuzz generate --seeds 0:50 --op CONV_2D --type TENSOR_QUANT8_ASYMM --version 1.2
+
+Sizes are bounded (MAX_OPS, MAX_ELEMENTS, MAX_GRAPH_ELEMENTS) so that a graph stays
+quick to generate and run on the reference, and its spec dump loads again
+(randomgraph.spec.loader.MAX_SPEC_BYTES).
 """
 
 from __future__ import annotations
@@ -15,8 +19,18 @@ import time
 from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
-from fuzz.commands.arguments import at_least, output_file, usage_error
+from fuzz.commands.arguments import at_least, usage_error
+from fuzz.commands.outputs import writable_directory, writable_file, write_output
 from fuzz.progress import Progress
+
+MAX_OPS = 200
+"""Most operations per graph: five times the largest preset ('large', 40); generation
+time grows faster than linearly with it."""
+MAX_ELEMENTS = 100_000
+"""Most elements per operand: ten times the presets' 10000."""
+MAX_GRAPH_ELEMENTS = 2_000_000
+"""Most ops x elements: what bounds a graph's memory (~200 MB) and its spec dump (~30 MB);
+five times the 'large' preset's 40 x 10000."""
 
 
 def register(sub) -> None:
@@ -30,24 +44,51 @@ def register(sub) -> None:
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--seed", type=at_least(0), help="one seed (default 0)")
-    where.add_argument("--seeds", help="a range of seeds A:B (B excluded)")
+    where.add_argument("--seeds", help="a range of seeds A:B (B excluded), or N")
     p.add_argument(
         "--preset",
         default="small",
         help="single (1 op, dims <= 1000), small (5 ops, dims <= 1000), medium (10 ops, "
         "dims <= 100), large (40 ops, dims <= 10); default small",
     )
-    p.add_argument("--ops", type=at_least(1), help="operations per graph (overrides the preset)")
-    p.add_argument("--dims", type=at_least(1), help="largest dimension (overrides the preset)")
-    p.add_argument("--elements", type=at_least(1), help="largest element count per operand")
-    p.add_argument("--op", action="append", metavar="NAME", help="only these operations")
-    p.add_argument("--type", action="append", metavar="TYPE", help="only these data types")
-    p.add_argument("--rank", action="append", type=int, help="only these primary input ranks")
-    p.add_argument("--version", action="append", metavar="V", help="only these HAL versions")
-    p.add_argument("--coverage", action="store_true", help="print the coverage table")
-    p.add_argument("--dump", metavar="DIR", help="write each graph as DIR/<name>.mod.py")
     p.add_argument(
-        "--json", metavar="FILE", type=output_file, help="write per-graph summaries as JSON"
+        "--ops",
+        type=at_least(1),
+        help=f"operations per graph, at most {MAX_OPS} (overrides the preset)",
+    )
+    p.add_argument(
+        "--dims",
+        type=at_least(1),
+        help=f"largest dimension, at most {MAX_ELEMENTS} (overrides the preset)",
+    )
+    p.add_argument(
+        "--elements",
+        type=at_least(1),
+        help=f"largest element count per operand, at most {MAX_ELEMENTS} (default 10000), "
+        f"and --ops x --elements at most {MAX_GRAPH_ELEMENTS}",
+    )
+    p.add_argument(
+        "--op", action="append", metavar="NAME", help="only these operations (NAME,NAME,...)"
+    )
+    p.add_argument(
+        "--type", action="append", metavar="TYPE", help="only these data types (TYPE,TYPE,...)"
+    )
+    p.add_argument("--rank", action="append", type=int, help="only these primary input ranks")
+    p.add_argument(
+        "--version", action="append", metavar="V", help="only these HAL versions (V,V,...)"
+    )
+    p.add_argument("--coverage", action="store_true", help="print the coverage table")
+    p.add_argument(
+        "--dump",
+        metavar="DIR",
+        type=writable_directory,
+        help="write each graph as DIR/<name>.mod.py",
+    )
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        type=writable_file,
+        help="write per-graph summaries as JSON ('-': standard output)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no per-graph lines")
     p.set_defaults(func=run)
@@ -56,14 +97,14 @@ def register(sub) -> None:
 def _seeds(args: argparse.Namespace) -> range:
     from randomgraph.campaign import parse_seeds, unbounded
 
-    if not args.seeds:
+    if args.seeds is None:
         return range(args.seed or 0, (args.seed or 0) + 1)
     try:
         seeds = parse_seeds(args.seeds)
-    except ValueError as e:
-        raise _usage_error(str(e)) from None
-    if unbounded(seeds):
-        raise _usage_error(f"--seeds {args.seeds} has no end: use A:B")
+    except ValueError:
+        seeds = None
+    if unbounded(seeds):  # also a bad range; 'A:' is for campaigns, not generate
+        raise _usage_error(f"--seeds {args.seeds!r}: use A:B (A < B, B excluded) or N")
     return seeds
 
 
@@ -75,7 +116,7 @@ def _enum_set(values, enum, what: str):
     if not values:
         return None
     out = set()
-    for v in values:
+    for v in _items(values, what):
         key = v.upper()
         if what == "type" and not key.startswith("TENSOR_") and "TENSOR_" + key in enum.__members__:
             key = "TENSOR_" + key
@@ -85,14 +126,38 @@ def _enum_set(values, enum, what: str):
     return frozenset(out)
 
 
+def _items(values: list[str], what: str) -> list[str]:
+    """The items of a repeated, comma-separated option (``--op ADD,MUL --op ABS``)."""
+    items = [item.strip() for value in values for item in value.split(",")]
+    if not all(items):
+        raise _usage_error(f"--{what}: expected a comma-separated list, got {','.join(values)!r}")
+    return items
+
+
+def _check_sizes(args: argparse.Namespace, config) -> None:
+    """The size options within their limits (module docstring), each naming its option."""
+    for option, value, limit in (
+        ("--ops", args.ops, MAX_OPS),
+        ("--dims", args.dims, MAX_ELEMENTS),
+        ("--elements", args.elements, MAX_ELEMENTS),
+    ):
+        if value is not None and value > limit:
+            raise _usage_error(f"argument {option}: must be <= {limit}, got {value}")
+    if config.num_ops * config.max_elements > MAX_GRAPH_ELEMENTS:
+        raise _usage_error(
+            f"--ops x --elements must be <= {MAX_GRAPH_ELEMENTS} (a graph's memory and spec "
+            f"size), got {config.num_ops} x {config.max_elements}"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from randomgraph.coverage import Coverage
-    from randomgraph.generator import GenerationError, generate, resolve_config
+    from randomgraph.generator import resolve_config
 
     versions = None
     if args.version:
         try:
-            versions = tuple(sorted({HalVersion.parse(v) for v in args.version}))
+            versions = tuple(sorted({HalVersion.parse(v) for v in _items(args.version, "version")}))
         except ValueError as e:
             raise _usage_error(str(e)) from None
     try:
@@ -108,49 +173,23 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         raise _usage_error(str(e)) from None
-    out_dir = Path(args.dump) if args.dump else None
+    _check_sizes(args, config)
+    seeds = _seeds(args)
+    out_dir = Path(args.dump) if args.dump is not None else None
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     coverage = Coverage()
     summaries = []
     failed = 0
     start = time.perf_counter()
-    seeds = _seeds(args)
     # Per-graph lines are off with --coverage or -q: show a live count instead.
     progress = Progress("generate", total=len(seeds), stream=sys.stderr)
-    for seed in seeds:
-        try:
-            graph = generate(seed, config)
-        except GenerationError as e:
-            failed += 1
-            progress.close()  # clears the live line; the next count redraws it
-            print(f"seed {seed}: {e}", file=sys.stderr)
-            progress.advance("failed")
-            continue
-        progress.advance("generated")
-        coverage.add(graph)
-        ops = [r.operation.name for r in graph.operations]
-        summary = {
-            "seed": seed,
-            "name": graph.name,
-            "version": graph.version.name,
-            "relaxed": graph.relaxed,
-            "operations": ops,
-            "inputs": len(graph.model.main.input_indexes),
-            "outputs": len(graph.model.main.output_indexes),
-            "choices": len(graph.choices),
-        }
-        summaries.append(summary)
-        if out_dir is not None:
-            path = out_dir / f"{graph.name}.mod.py"
-            path.write_text(graph.dump())
-            summary["spec"] = str(path)
-        if not args.quiet and not args.coverage:
-            shown = " ".join(ops[:12]) + (" ..." if len(ops) > 12 else "")
-            progress.print(
-                f"seed {seed:6}  HAL {graph.version.label}{' relaxed' if graph.relaxed else ''}"
-                f"  {len(ops)} ops: {shown}"
-            )
+    interrupted = False
+    try:
+        for seed in seeds:
+            failed += not _generate_one(seed, config, args, out_dir, coverage, summaries, progress)
+    except KeyboardInterrupt:
+        interrupted = True  # report and write the graphs that finished
     progress.close()
     elapsed = time.perf_counter() - start
     if args.coverage:
@@ -158,11 +197,52 @@ def run(args: argparse.Namespace) -> int:
     n = len(summaries)
     print(
         f"{n} graphs generated, {failed} failed, {n / elapsed if elapsed else 0:.0f} graphs/s"
-        + (f", specs in {out_dir}" if out_dir is not None else ""),
-        file=sys.stderr if args.coverage else sys.stdout,
+        + (f", specs in {out_dir}" if out_dir is not None else "")
+        + (" (interrupted)" if interrupted else ""),
+        file=sys.stderr if args.coverage or args.json == "-" else sys.stdout,
     )
     if args.json:
-        Path(args.json).write_text(
-            json.dumps({"graphs": summaries, "coverage": coverage.summary()}, indent=1)
+        text = json.dumps({"graphs": summaries, "coverage": coverage.summary()}, indent=1)
+        if args.json == "-":
+            print(text)
+        else:
+            write_output(args.json, text)
+    return 130 if interrupted else 1 if failed else 0
+
+
+def _generate_one(seed: int, config, args, out_dir, coverage, summaries, progress) -> bool:
+    """Generate, record and show the graph of ``seed``; False if it cannot be generated."""
+    from randomgraph.generator import GenerationError, generate
+
+    try:
+        graph = generate(seed, config)
+    except GenerationError as e:
+        progress.close()  # clears the live line; the next count redraws it
+        print(f"seed {seed}: {e}", file=sys.stderr)
+        progress.advance("failed")
+        return False
+    progress.advance("generated")
+    coverage.add(graph)
+    ops = [r.operation.name for r in graph.operations]
+    summary = {
+        "seed": seed,
+        "name": graph.name,
+        "version": graph.version.name,
+        "relaxed": graph.relaxed,
+        "operations": ops,
+        "inputs": len(graph.model.main.input_indexes),
+        "outputs": len(graph.model.main.output_indexes),
+        "choices": len(graph.choices),
+    }
+    summaries.append(summary)
+    if out_dir is not None:
+        path = out_dir / f"{graph.name}.mod.py"
+        write_output(path, graph.dump())
+        summary["spec"] = str(path)
+    if not args.quiet and not args.coverage:
+        shown = " ".join(ops[:12]) + (" ..." if len(ops) > 12 else "")
+        progress.print(
+            f"seed {seed:6}  HAL {graph.version.label}{' relaxed' if graph.relaxed else ''}"
+            f"  {len(ops)} ops: {shown}"
         )
-    return 1 if failed else 0
+    return True
