@@ -162,6 +162,15 @@ USAGE_ERRORS = [
         ]
     ],
     (["generate", "--dump", ""], "argument --dump: an empty path names no directory"),
+    *[
+        (["specs", action, str(CORPUS_SPEC), "--json", path], f"argument --json: {message}")
+        for action in ["run", "expand"]
+        for path, message in [
+            ("", "an empty path names no file"),
+            ("adir", "adir is a directory"),
+            ("fifo", "fifo is not a regular file"),
+        ]
+    ],
     (["generate", "--dump", "/proc/x"], "argument --dump: cannot write into /proc/x: "),
     # Output directories that cannot be created (under a file): the path and the reason.
     (
@@ -495,3 +504,21 @@ def test_an_interrupted_generate_keeps_the_graphs_that_finished(files, capsys, m
     assert out.strip(), "no coverage table"
     assert [g["seed"] for g in json.loads(Path("g.json").read_text())["graphs"]] == [0, 1, 2]
     assert len(list(Path("d").glob("*.mod.py"))) == 3
+
+
+def test_an_interrupted_replay_prints_the_counts_of_what_ran(files, capsys, monkeypatch):
+    from fuzz.commands import specs
+
+    real = specs.run_test_model
+    calls = []
+
+    def interrupt_the_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(specs, "run_test_model", interrupt_the_third)
+    assert exit_status(["replay", str(CORPUS_SPEC)]) == 130
+    out, err = capsys.readouterr()
+    assert "interrupted" in err and out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"

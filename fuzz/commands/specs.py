@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from driver.registry import DriverLoadError, driver_names, load_device
-from fuzz.commands.arguments import at_least, duration, output_file, usage_error
+from fuzz.commands.arguments import at_least, duration, usage_error
+from fuzz.commands.outputs import writable_file, write_output
 from fuzz.progress import Progress
 from randomgraph.differential import DriverSession
 from randomgraph.spec.dsl import SpecError
@@ -85,7 +85,7 @@ def register(sub) -> None:
     run.add_argument(
         "--json",
         dest="json_file",
-        type=output_file,
+        type=writable_file,
         help="write per-test results to this JSON file",
     )
     run.add_argument("--no-dynamic", action="store_true", help="skip the dynamic-output-shape runs")
@@ -106,7 +106,7 @@ def register(sub) -> None:
     exp.add_argument(
         "--json",
         dest="json_file",
-        type=output_file,
+        type=writable_file,
         required=True,
         help="output file ('-' for stdout)",
     )
@@ -172,9 +172,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for reason, n in sorted(reasons.items()):
             print(f"skipped {n}: {reason}")
     if args.json_file:
-        Path(args.json_file).write_text(
-            json.dumps([r.to_json() for r in summary.results], indent=1)
-        )
+        write_output(args.json_file, json.dumps([r.to_json() for r in summary.results], indent=1))
     if not summary.results and not interrupted:
         # Exit 0 stays "nothing failed" (a stable contract), so say it loudly.
         print(f"nnfuzz: warning: {_no_tests(' '.join(args.paths), args.pattern)}", file=sys.stderr)
@@ -199,7 +197,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
     if args.json_file == "-":
         print(text)
     else:
-        Path(args.json_file).write_text(text)
+        write_output(args.json_file, text)
         print(
             f"{sum(len(v) for v in out.values())} test models from {len(out)} spec files -> "
             f"{args.json_file}" + (f" ({failed} spec files could not be loaded)" if failed else "")
@@ -220,40 +218,51 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"nnfuzz: no spec at {args.spec}", file=sys.stderr)
         return 2
     summary = RunSummary()
-    for path in paths:
-        try:
-            tests = load_spec(path)
-        except SpecError as e:
-            print(f"nnfuzz: {e}", file=sys.stderr)
-            return 2
-        for test in tests:
-            if not matches(test.name, args.pattern):
-                continue
-            r = run_test_model(device, test)
-            summary.results.append(r)
-            print(
-                f"== {r.name}: {r.outcome.upper()}"
-                + (f" ({r.reason})" if r.reason and r.outcome != FAIL else "")
-            )
-            if r.outcome == FAIL and not r.actual:
-                print(f"   {r.reason}")
+    try:
+        for path in paths:
             try:
-                _, _, expected = test.to_hal()
-            except Exception:
-                continue  # a spec error: the reason above says why
-            for k, want in enumerate(expected):
-                print(f"   output {k} {list(want.shape)}")
-                print(f"     expected {_fmt(want, args.max_elements)}")
-                if r.actual and k < len(r.actual):
-                    print(f"     actual   {_fmt(r.actual[k], args.max_elements)}")
-                for m in r.mismatches:
-                    if m.output == k:
-                        print(f"     DIFFERS: {m}")
+                tests = load_spec(path)
+            except SpecError as e:
+                print(f"nnfuzz: {e}", file=sys.stderr)
+                return 2
+            for test in tests:
+                if matches(test.name, args.pattern):
+                    _replay_one(device, test, args.max_elements, summary)
+    except KeyboardInterrupt:
+        # Keep what ran: the counts of the tests that finished, as specs run does.
+        print("interrupted: the counts below are the tests that finished", file=sys.stderr)
+        print(summary.line)
+        return 130
     if not summary.results:
         print(f"nnfuzz: {_no_tests(args.spec, args.pattern)}", file=sys.stderr)
         return 2
     print(summary.line)
     return 1 if summary.count(FAIL) else 0
+
+
+def _replay_one(device, test, max_elements: int, summary: RunSummary) -> None:
+    """Run ``test`` and print, per output, expected and actual values and where they
+    differ; its result goes into ``summary``."""
+    r = run_test_model(device, test)
+    summary.results.append(r)
+    print(
+        f"== {r.name}: {r.outcome.upper()}"
+        + (f" ({r.reason})" if r.reason and r.outcome != FAIL else "")
+    )
+    if r.outcome == FAIL and not r.actual:
+        print(f"   {r.reason}")
+    try:
+        _, _, expected = test.to_hal()
+    except Exception:
+        return  # a spec error: the reason above says why
+    for k, want in enumerate(expected):
+        print(f"   output {k} {list(want.shape)}")
+        print(f"     expected {_fmt(want, max_elements)}")
+        if r.actual and k < len(r.actual):
+            print(f"     actual   {_fmt(r.actual[k], max_elements)}")
+        for m in r.mismatches:
+            if m.output == k:
+                print(f"     DIFFERS: {m}")
 
 
 def _no_tests(where: str, pattern: str | None) -> str:
