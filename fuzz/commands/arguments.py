@@ -20,8 +20,8 @@ def usage_error(message: str) -> SystemExit:
     return SystemExit(2)
 
 
-def at_least(minimum: int) -> Callable[[str], int]:
-    """An integer >= ``minimum``."""
+def at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An integer >= ``minimum`` (and <= ``maximum``, if given)."""
 
     def parse(text: str) -> int:
         try:
@@ -30,16 +30,23 @@ def at_least(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {value}")
         return value
 
     return parse
 
 
-def duration(*, zero_allowed: bool = False) -> Callable[[str], float]:
-    """A finite duration (seconds or minutes, as the option says) > 0, or >= 0 when
-    ``zero_allowed``."""
+def duration(*, zero_allowed: bool = False, unit_seconds: float = 1.0) -> Callable[[str], float]:
+    """A finite duration > 0 (>= 0 when ``zero_allowed``) of at most a year, counted in
+    units of ``unit_seconds`` (60 for an option in minutes). A year is the isolated
+    driver's longest timeout (:data:`driver.isolated.MAX_TIMEOUT`): beyond it a watchdog's
+    wait overflows, so a huge ``--timeout`` made every test a false crash or a traceback."""
 
     def parse(text: str) -> float:
+        # Imported here: the driver package is heavy, and most commands never need it.
+        from driver.isolated import MAX_TIMEOUT
+
         try:
             value = float(text)
         except ValueError:
@@ -47,6 +54,9 @@ def duration(*, zero_allowed: bool = False) -> Callable[[str], float]:
         if not value < float("inf") or value < 0 or (value == 0 and not zero_allowed):
             bound = ">= 0" if zero_allowed else "> 0"
             raise argparse.ArgumentTypeError(f"must be a finite number {bound}, got {text}")
+        longest = MAX_TIMEOUT / unit_seconds
+        if value > longest:
+            raise argparse.ArgumentTypeError(f"must be at most {longest:.0f} (a year), got {text}")
         return value
 
     return parse
@@ -103,6 +113,29 @@ def integers(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"not a comma-separated list of integers: {text!r}"
         ) from None
+
+
+def rank(text: str) -> int:
+    """A primary input rank the generator makes
+    (:data:`randomgraph.generator.core.PRIMARY_RANKS`): any other filters out every
+    operation that has one, so a campaign silently skipped almost every test."""
+    from randomgraph.generator.core import PRIMARY_RANKS  # here: it loads numpy
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value not in PRIMARY_RANKS:
+        raise argparse.ArgumentTypeError(
+            f"rank {value} is not one the generator makes "
+            f"({PRIMARY_RANKS.start}..{PRIMARY_RANKS.stop - 1})"
+        )
+    return value
+
+
+def ranks(text: str) -> tuple[int, ...]:
+    """A comma-separated list of primary input ranks (see :func:`rank`)."""
+    return tuple(rank(str(value)) for value in integers(text))
 
 
 def flattened(lists: Iterable[tuple] | None) -> tuple | None:

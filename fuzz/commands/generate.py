@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
-from fuzz.commands.arguments import at_least, usage_error
+from fuzz.commands.arguments import at_least, rank, usage_error
 from fuzz.commands.outputs import writable_directory, writable_file, write_output
 from fuzz.progress import Progress
 
@@ -73,7 +73,7 @@ def register(sub) -> None:
     p.add_argument(
         "--type", action="append", metavar="TYPE", help="only these data types (TYPE,TYPE,...)"
     )
-    p.add_argument("--rank", action="append", type=int, help="only these primary input ranks")
+    p.add_argument("--rank", action="append", type=rank, help="only these primary input ranks")
     p.add_argument(
         "--version", action="append", metavar="V", help="only these HAL versions (V,V,...)"
     )

@@ -207,6 +207,10 @@ def signature_key(sig: Signature) -> str:
 # ---------------------------------------------------------------------------------------
 
 ALL_VERSIONS = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
+PRIMARY_RANKS = range(1, 6)
+"""The ranks rules give their primary input, which ``GeneratorConfig.ranks`` filters: 1..4,
+and 5 where the operation takes it (``ranks=(1, 5)`` in the rules). Any other rank in the
+filter matches nothing, and only operations without a primary input would be generated."""
 
 
 @dataclass(frozen=True)
