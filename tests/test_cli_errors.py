@@ -522,3 +522,12 @@ def test_an_interrupted_replay_prints_the_counts_of_what_ran(files, capsys, monk
     assert exit_status(["replay", str(CORPUS_SPEC)]) == 130
     out, err = capsys.readouterr()
     assert "interrupted" in err and out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
+
+
+def test_specs_run_json_dash_is_standard_output(files, capsys):
+    # '-' wrote a file named '-'.
+    argv = ["specs", "run", str(CORPUS_SPEC), "--no-dynamic", "--json", "-"]
+    assert exit_status(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "4 passed, 0 failed, 0 skipped" and not Path("-").exists()
+    assert [r["outcome"] for r in json.loads("\n".join(out[:-1]))] == ["passed"] * 4

@@ -86,7 +86,7 @@ def register(sub) -> None:
         "--json",
         dest="json_file",
         type=writable_file,
-        help="write per-test results to this JSON file",
+        help="write per-test results to this JSON file ('-': standard output)",
     )
     run.add_argument("--no-dynamic", action="store_true", help="skip the dynamic-output-shape runs")
     run.add_argument(
@@ -171,7 +171,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             reasons[r.reason] = reasons.get(r.reason, 0) + 1
         for reason, n in sorted(reasons.items()):
             print(f"skipped {n}: {reason}")
-    if args.json_file:
+    if args.json_file == "-":
+        print(json.dumps([r.to_json() for r in summary.results], indent=1))  # before the last line
+    elif args.json_file:
         write_output(args.json_file, json.dumps([r.to_json() for r in summary.results], indent=1))
     if not summary.results and not interrupted:
         # Exit 0 stays "nothing failed" (a stable contract), so say it loudly.
