@@ -28,6 +28,8 @@ it is minimized, and the minimized result is a line of its own. A rerun with the
 minimization are minimized, and counts, failures and timings carry on. A campaign killed
 at any instant (Ctrl-C, ``kill -9``, a power cut short of losing the fsynced file) loses
 nothing it recorded and repeats nothing it finished; a half-written last line is dropped.
+One campaign runs in a directory at a time (:func:`campaign_lock`), and its state holds
+counts, not tests, so its memory does not grow with the tests it runs.
 
 **Workers.** ``jobs=0`` runs in this process. ``jobs=N`` runs N worker processes (each
 with its own driver and checker); the parent alone writes the journal. A worker that dies
@@ -45,6 +47,7 @@ report lists distinct bugs with their number of copies.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import itertools
 import json
@@ -83,6 +86,9 @@ from randomgraph.testmodel import TestModel
 JOURNAL = "journal.jsonl"
 FAILURES = "failures"
 SCHEMA = 1
+
+NO_OPERATION = ("(none)", "-")
+"""The (operation, data type) row of tests with no operation (the generator failed)."""
 
 GRAPH_DATA_TYPES = (
     "TENSOR_FLOAT32",
@@ -612,28 +618,74 @@ class CampaignWorker:
 class Journal:
     """Append-only JSON lines, each flushed and fsynced before ``append`` returns."""
 
+    MAX_LINE = 16 << 20
+    """Longest line read (bytes): far beyond any record, it only bounds what a file
+    that is not a journal (no newline in gigabytes) makes :meth:`records` allocate."""
+
+    TORN_PREFIX = b'{"kind":'
+    """How every record starts (``append`` writes ``kind`` first, ASCII-only JSON): a
+    last line without its newline is a record cut short by a kill only if it starts so
+    (or is shorter and a prefix of it); anything else is not ours to truncate."""
+
     def __init__(self, path: Path):
         self.path = path
         self._file = None
 
-    def load(self) -> list[dict]:
+    def records(self) -> Iterator[tuple[int, dict]]:
+        """(line number, record) for every line, read one at a time (a journal of a long
+        campaign is large). A half-written last line is truncated away so the next append
+        starts clean; any other line that is not a record is a :class:`CampaignError`
+        naming the file and the line."""
         if not self.path.exists():
-            return []
-        raw = self.path.read_bytes()
-        end = raw.rfind(b"\n") + 1
-        if end < len(raw):
-            # A line cut short by a kill: drop it so the next append starts clean.
+            return
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - closed below, before a truncation
+        except OSError as e:
+            raise CampaignError(f"{self.path}: cannot read: {e.strerror or e}") from None
+        torn_at = None
+        with f:
+            offset = 0
+            for number in itertools.count(1):
+                line = f.readline(self.MAX_LINE + 1)
+                if not line:
+                    break
+                if not line.endswith(b"\n"):
+                    if len(line) > self.MAX_LINE:
+                        raise self.error(number, f"longer than {self.MAX_LINE} bytes")
+                    if not self._torn(line):
+                        raise self.error(number, "not a journal record, and no newline")
+                    torn_at = offset
+                    break
+                offset += len(line)
+                if line.strip():
+                    yield number, self._parse(number, line)
+        if torn_at is not None:
             with open(self.path, "r+b") as f:
-                f.truncate(end)
+                f.truncate(torn_at)
                 f.flush()
                 os.fsync(f.fileno())
-        records = []
-        for line in raw[:end].splitlines():
-            line = line.strip()
-            if line:
-                with contextlib.suppress(json.JSONDecodeError):
-                    records.append(json.loads(line))
-        return records
+
+    def load(self) -> list[dict]:
+        return [record for _, record in self.records()]
+
+    def _torn(self, line: bytes) -> bool:
+        n = min(len(line), len(self.TORN_PREFIX))
+        return line.isascii() and line[:n] == self.TORN_PREFIX[:n]
+
+    def _parse(self, number: int, line: bytes) -> dict:
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise self.error(number, "not UTF-8 text") from None
+        except json.JSONDecodeError as e:
+            raise self.error(number, f"not JSON: {e.msg} at column {e.colno}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
+            raise self.error(number, "a JSON value that is not a journal record")
+        return record
+
+    def error(self, number: int, why: str) -> CampaignError:
+        """The error to raise for line ``number`` of a file that is not a journal."""
+        return CampaignError(f"{self.path} is not a campaign journal (line {number}: {why})")
 
     def append(self, record: dict) -> None:
         if self._file is None:
@@ -681,13 +733,125 @@ class Failure:
         return self.final_key[1].split("+") if self.final_key[1] else []
 
 
+class Runs:
+    """A set of integers as sorted runs ``[start, stop)``: the memory of the positions a
+    campaign finished, which it finishes nearly in order, so a few runs however long it
+    ran."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._stops: list[int] = []
+        self._size = 0
+
+    def __contains__(self, n: int) -> bool:
+        i = bisect.bisect_right(self._starts, n) - 1
+        return i >= 0 and n < self._stops[i]
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def runs(self) -> int:
+        return len(self._starts)
+
+    def add(self, n: int) -> bool:
+        """Add ``n``; False if it was there already."""
+        i = bisect.bisect_right(self._starts, n) - 1
+        if i >= 0 and n < self._stops[i]:
+            return False
+        joins_left = i >= 0 and self._stops[i] == n
+        joins_right = i + 1 < len(self._starts) and self._starts[i + 1] == n + 1
+        if joins_left and joins_right:
+            self._stops[i] = self._stops.pop(i + 1)
+            del self._starts[i + 1]
+        elif joins_left:
+            self._stops[i] = n + 1
+        elif joins_right:
+            self._starts[i + 1] = n
+        else:
+            self._starts.insert(i + 1, n)
+            self._stops.insert(i + 1, n + 1)
+        self._size += 1
+        return True
+
+
+class FinishedTests:
+    """Which tests of a campaign finished, in memory that does not grow with their
+    number. Test ``group#seed`` is at position ``seed × len(groups) + group index`` in
+    the seed-major order, whatever the session's seed range; a shard of ``n`` runs every
+    n-th position, so each residue modulo ``n`` keeps ``position // n`` in :class:`Runs`
+    (consecutive, as the shard runs them)."""
+
+    def __init__(self, groups: Sequence[str] = (), shards: int = 1):
+        self._index = {name: i for i, name in enumerate(groups)}
+        self._shards = max(1, shards)
+        self._runs: dict[tuple[str, int], Runs] = {}
+
+    def _position(self, group: str, seed: int) -> tuple[tuple[str, int], int]:
+        """(which runs, number in them)."""
+        index = self._index.get(group)
+        if index is None:
+            # A group the campaign's identity does not list (a state built from records
+            # without a start line): its seeds on their own, exact but less compact.
+            return (group, 0), seed
+        quotient, residue = divmod(seed * len(self._index) + index, self._shards)
+        return ("", residue), quotient
+
+    def add(self, group: str, seed: int) -> bool:
+        """Record a finished test; False if it had finished already."""
+        which, n = self._position(group, seed)
+        return self._runs.setdefault(which, Runs()).add(n)
+
+    def __contains__(self, test: tuple[str, int]) -> bool:
+        which, n = self._position(*test)
+        runs = self._runs.get(which)
+        return runs is not None and n in runs
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self._runs.values())
+
+    @property
+    def runs(self) -> int:
+        return sum(r.runs for r in self._runs.values())
+
+
+class Timeline:
+    """Cumulative tests per outcome against campaign time, for the report's plot, in
+    bounded memory: past :attr:`MAX_POINTS` points an outcome's series keeps every other
+    one (and always its last), far finer than the plot's pixels still."""
+
+    MAX_POINTS = 1024  # the plot is 560 pixels wide
+
+    def __init__(self) -> None:
+        self.series: dict[str, list[tuple[float, int]]] = {}
+        self.counts: Counter[str] = Counter()
+        self.end = 0.0
+
+    def add(self, outcome: str, elapsed: float) -> None:
+        # Journal order is time order; a clock that went back must not draw backwards.
+        self.end = max(self.end, elapsed)
+        self.counts[outcome] += 1
+        points = self.series.setdefault(outcome, [(0.0, 0)])
+        points.append((self.end, self.counts[outcome]))
+        if len(points) > self.MAX_POINTS:
+            points[:] = [*points[:-1:2], points[-1]]
+
+
 @dataclass
 class CampaignState:
-    tests: dict[str, dict] = field(default_factory=dict)
+    """What the journal says, aggregated as it is read: the report and the summary need
+    counts per outcome, per operation and data type, coverage and a timeline, not the
+    tests themselves, so the state does not grow with the number of tests run."""
+
     failures: dict[str, Failure] = field(default_factory=dict)
     identity: dict | None = None
     elapsed_offset: float = 0.0
     sessions: int = 0
+    finished: FinishedTests = field(default_factory=FinishedTests)
+    counts: Counter[str] = field(default_factory=Counter)  # tests per outcome
+    per_operation: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
+    timeline: Timeline = field(default_factory=Timeline)
+    generated: Any = None  # randomgraph.coverage.Coverage, made on first use
 
     @classmethod
     def from_records(cls, records: Sequence[dict]) -> CampaignState:
@@ -696,18 +860,27 @@ class CampaignState:
             st.apply(r)
         return st
 
+    @classmethod
+    def from_journal(cls, journal: Journal) -> CampaignState:
+        """The state of the journal's campaign; a record it cannot use is a
+        :class:`CampaignError` naming the journal and the line."""
+        st = cls()
+        for number, r in journal.records():
+            try:
+                st.apply(r)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                why = f"a bad {r['kind']!r} record: {type(e).__name__} {e}"
+                raise journal.error(number, why) from None
+        return st
+
     def apply(self, r: dict) -> None:
         kind = r.get("kind")
         if kind == "start":
             self.sessions += 1
-            if self.identity is None:
-                self.identity = r.get("identity")
+            if self.identity is None and r.get("identity") is not None:
+                self.adopt(r["identity"])
         elif kind == "test":
-            self.tests[r["id"]] = r
-            self.elapsed_offset = max(self.elapsed_offset, float(r.get("elapsed", 0.0)))
-            f = self.failures.get(r.get("copy_of") or "")
-            if f is not None:
-                f.copies += 1
+            self._apply_test(r)
         elif kind == "failure":
             f = Failure(**{k: v for k, v in r.items() if k in Failure.__dataclass_fields__})
             self.failures[f.id] = f
@@ -721,7 +894,42 @@ class CampaignState:
                 f.min_detail = r.get("detail", "")
                 f.duplicate_of = r.get("duplicate_of", "")
 
+    def adopt(self, identity: dict) -> None:
+        """Take the campaign's identity (:meth:`CampaignSettings.identity`): its groups
+        and shard count place the tests in :class:`FinishedTests`."""
+        self.identity = identity
+        if not len(self.finished):
+            groups = [g["name"] for g in identity["groups"]]
+            self.finished = FinishedTests(groups, int(identity["shard"][1]))
+
+    def _apply_test(self, r: dict) -> None:
+        outcome = Outcome(r["outcome"]).value  # an unknown outcome: a ValueError here
+        elapsed = float(r.get("elapsed", 0.0))
+        if not self.finished.add(r["group"], int(r["seed"])):
+            return  # recorded twice (two runs in one --out, before the lock): once
+        self.counts[outcome] += 1
+        self.elapsed_offset = max(self.elapsed_offset, elapsed)
+        self.timeline.add(outcome, elapsed)
+        for op, dt in r.get("ops") or [NO_OPERATION]:
+            self.per_operation.setdefault((op, dt), Counter())[outcome] += 1
+        entries = r.get("cov") or []
+        if entries:
+            cov = self.coverage()
+            cov.graphs += 1
+            for op, dt, rank, version in entries:
+                cov.counts[(OperationType[op], dt, int(rank), HalVersion[version])] += 1
+        f = self.failures.get(r.get("copy_of") or "")
+        if f is not None:
+            f.copies += 1
+
     # --- queries ----------------------------------------------------------------------
+    def is_finished(self, group: Group, seed: int) -> bool:
+        return (group.name, seed) in self.finished
+
+    @property
+    def tests_run(self) -> int:
+        return sum(self.counts.values())
+
     def next_failure_id(self) -> str:
         return f"F{len(self.failures) + 1:03d}"
 
@@ -768,23 +976,18 @@ class CampaignState:
 
     def coverage(self):
         """The generator coverage of every test so far (:class:`randomgraph.coverage.Coverage`)."""
-        from randomgraph.coverage import Coverage
+        if self.generated is None:
+            from randomgraph.coverage import Coverage
 
-        cov = Coverage()
-        for r in self.tests.values():
-            entries = r.get("cov") or []
-            if entries:
-                cov.graphs += 1
-            for op, dt, rank, version in entries:
-                cov.counts[(OperationType[op], dt, int(rank), HalVersion[version])] += 1
-        return cov
+            self.generated = Coverage()
+        return self.generated
 
     def outcome_counts(self) -> Counter[str]:
-        return Counter(r["outcome"] for r in self.tests.values())
+        return Counter(self.counts)
 
     @property
     def failed(self) -> bool:
-        return any(Outcome(r["outcome"]).failed for r in self.tests.values())
+        return any(Outcome(o).failed for o, n in self.counts.items() if n)
 
 
 # ---------------------------------------------------------------------------------------
@@ -865,7 +1068,7 @@ class _Runner:
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / FAILURES).mkdir(exist_ok=True)
         self.journal = Journal(self.out / JOURNAL)
-        self.state = CampaignState.from_records(self.journal.load())
+        self.state = CampaignState.from_journal(self.journal)
         identity = settings.identity()
         if self.state.identity is not None and self.state.identity != identity:
             diff = [k for k in identity if self.state.identity.get(k) != identity[k]]
@@ -884,15 +1087,15 @@ class _Runner:
                 "kind": "start",
                 "identity": identity,
                 "time": time.time(),
-                "resumed": bool(self.state.tests),
+                "resumed": bool(self.state.tests_run),
             }
         )
         self.state.sessions += 1
         if self.state.identity is None:
-            self.state.identity = identity
+            self.state.adopt(identity)
         if progress is not None:
-            for r in self.state.tests.values():
-                progress.counts[r["outcome"]] += 0  # show resumed outcomes' names
+            for outcome in self.state.counts:
+                progress.counts[outcome] += 0  # show resumed outcomes' names
 
     def elapsed(self) -> float:
         return self.base + (time.monotonic() - self.start)
@@ -900,7 +1103,7 @@ class _Runner:
     # --- task sources -------------------------------------------------------------------
     def test_tasks(self) -> Iterator[tuple]:
         for _, group, seed in enumerate_tests(self.s.groups, self.s.seeds, self.s.shard):
-            if case_id(group, seed) in self.state.tests:
+            if self.state.is_finished(group, seed):
                 continue
             yield ("test", group.name, seed)
 
@@ -1148,26 +1351,60 @@ def run_campaign(
     report: bool = True,
 ) -> CampaignSummary:
     """Run (or resume) a campaign; see the module docstring. KeyboardInterrupt stops it
-    cleanly: everything finished so far is in the journal, and the report is written."""
-    runner = _Runner(settings, progress, on_event)
-    interrupted = False
-    try:
-        if settings.jobs <= 0:
-            _run_in_process(runner)
-        else:
-            _run_with_workers(runner, settings.jobs)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        runner.close()
-        if progress is not None:
-            progress.close()
-    summary = CampaignSummary(runner.out, runner.state, runner.ran, interrupted)
-    if report:
-        from randomgraph.report import write_reports
+    cleanly: everything finished so far is in the journal, and the report is written.
+    A campaign already running in ``settings.out`` is a :class:`CampaignError`."""
+    with campaign_lock(Path(settings.out)):
+        runner = _Runner(settings, progress, on_event)
+        interrupted = False
+        try:
+            if settings.jobs <= 0:
+                _run_in_process(runner)
+            else:
+                _run_with_workers(runner, settings.jobs)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            runner.close()
+            if progress is not None:
+                progress.close()
+        summary = CampaignSummary(runner.out, runner.state, runner.ran, interrupted)
+        if report:
+            from randomgraph.report import write_reports
 
-        summary.report, summary.markdown = write_reports(runner.out, settings)
+            summary.report, summary.markdown = write_reports(
+                runner.out, settings, state=runner.state
+            )
     return summary
+
+
+LOCK = ".lock"
+
+
+@contextlib.contextmanager
+def campaign_lock(out: Path) -> Iterator[None]:
+    """Hold ``out/.lock`` while a campaign runs there: two at once numbered their failures
+    over each other's in one journal. An flock, which the kernel drops when the process
+    dies, so even a ``kill -9`` leaves no stale lock; the file holds the holder's pid."""
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    # Close-on-exec: a driver's child process must not keep the lock after we end.
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            pid = f" (pid {holder})" if holder.isdigit() else ""
+            raise CampaignError(
+                f"{out} is in use by another campaign{pid}: wait for it to end, or use "
+                "another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _run_in_process(runner: _Runner) -> None:
@@ -1215,6 +1452,16 @@ class _Proc:
         self.conn.close()
 
 
+JOBS_PER_CPU = 4
+"""Worker processes per CPU at most: each runs a driver and the reference flat out (or
+waits on an isolated driver's process), so more only cost memory (~12 MB each)."""
+
+
+def max_jobs() -> int:
+    """The most worker processes a campaign starts (``--jobs``' upper bound)."""
+    return JOBS_PER_CPU * (os.cpu_count() or 1)
+
+
 def _task_budget(settings: CampaignSettings, task: tuple) -> float:
     """Seconds a worker may take before the parent declares it hung: the driver
     watchdog and the minimization budget bound the real work; this is the backstop."""
@@ -1231,9 +1478,14 @@ def _run_with_workers(runner: _Runner, jobs: int) -> None:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["numpy", "randomgraph.campaign"])
     s = runner.s
-    procs = [_Proc(ctx, s) for _ in range(jobs)]
     queue: list[tuple] = [runner.minimize_task(f) for f in runner.state.pending_minimization()]
     tests = runner.test_tasks()
+    # No more workers than tasks to start with (12 tests need no 50 processes), nor than
+    # the CPUs can keep busy.
+    first = list(itertools.islice(tests, max(0, jobs - len(queue))))
+    tests = itertools.chain(first, tests)
+    jobs = max(1, min(jobs, max_jobs(), len(queue) + len(first)))
+    procs = [_Proc(ctx, s) for _ in range(jobs)]
     tests_done = False
     attempts: Counter[tuple] = Counter()
 
@@ -1343,10 +1595,7 @@ TABLE_OUTCOMES = [o.value for o in Outcome]
 def outcome_table(state: CampaignState) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of outcomes per operation and data type. A test counts once for
     each distinct (operation, data type) it contains."""
-    per: dict[tuple[str, str], Counter[str]] = {}
-    for r in state.tests.values():
-        for op, dt in r.get("ops", []) or [["(none)", "-"]]:
-            per.setdefault((op, dt), Counter())[r["outcome"]] += 1
+    per = state.per_operation
     present = [o for o in TABLE_OUTCOMES if any(c[o] for c in per.values())]
     header = ["operation", "data type", "tests", *present]
     rows = []
@@ -1379,10 +1628,12 @@ __all__ = [
     "Filters",
     "Group",
     "Journal",
+    "campaign_lock",
     "case_id",
     "case_name",
     "enumerate_tests",
     "format_table",
+    "max_jobs",
     "outcome_table",
     "parse_seeds",
     "parse_shard",

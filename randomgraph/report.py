@@ -20,6 +20,7 @@ from pathlib import Path
 
 from randomgraph.campaign import (
     JOURNAL,
+    NO_OPERATION,
     CampaignSettings,
     CampaignState,
     Journal,
@@ -43,10 +44,17 @@ COLORS = {
 }
 
 
-def write_reports(out: str | Path, settings: CampaignSettings | None = None) -> tuple[Path, Path]:
-    """Write ``report.html`` and ``summary.md`` for the campaign in ``out``."""
+def write_reports(
+    out: str | Path,
+    settings: CampaignSettings | None = None,
+    *,
+    state: CampaignState | None = None,
+) -> tuple[Path, Path]:
+    """Write ``report.html`` and ``summary.md`` for the campaign in ``out``, from
+    ``state`` (the campaign's, up to date with its journal) or else from the journal."""
     out = Path(out)
-    state = CampaignState.from_records(Journal(out / JOURNAL).load())
+    if state is None:
+        state = CampaignState.from_journal(Journal(out / JOURNAL))
     driver = settings.driver if settings else _identity(state, "driver", "?")
     timeout = settings.timeout if settings else 10.0
     html_path = out / "report.html"
@@ -258,19 +266,14 @@ def _outcome_table_html(state: CampaignState) -> str:
 
 def svg_timeline(state: CampaignState, width: int = 760, height: int = 260) -> str:
     """Cumulative tests per outcome against campaign time."""
-    tests = sorted(state.tests.values(), key=lambda r: float(r.get("elapsed", 0.0)))
-    if not tests:
+    timeline = state.timeline
+    if not timeline.counts:
         return "<p>No tests yet.</p>"
     left, right, top, bottom = 50, 150, 10, 30
     w, h = width - left - right, height - top - bottom
-    t_max = max(float(tests[-1].get("elapsed", 0.0)), 1e-3)
-    counts: Counter[str] = Counter()
-    series: dict[str, list[tuple[float, int]]] = {}
-    for r in tests:
-        o = r["outcome"]
-        counts[o] += 1
-        series.setdefault(o, [(0.0, 0)]).append((float(r.get("elapsed", 0.0)), counts[o]))
-    y_max = max(counts.values())
+    t_max = max(timeline.end, 1e-3)
+    series = timeline.series
+    y_max = max(timeline.counts.values())
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"]
     parts.append(f"<rect x='{left}' y='{top}' width='{w}' height='{h}' fill='none' stroke='#bbb'/>")
     for k in range(5):
@@ -313,12 +316,11 @@ def svg_coverage(state: CampaignState, cell: int = 16) -> str:
     """Operation × data type: shade by number of tests, red where something failed."""
     tests: Counter[tuple[str, str]] = Counter()
     fails: Counter[tuple[str, str]] = Counter()
-    for r in state.tests.values():
-        bad = Outcome(r["outcome"]).failed
-        for op, dt in r.get("ops", []):
-            tests[(op, dt)] += 1
-            if bad:
-                fails[(op, dt)] += 1
+    for (op, dt), outcomes in state.per_operation.items():
+        if (op, dt) == NO_OPERATION:
+            continue  # tests without operations (a generator error): no cell
+        tests[(op, dt)] = sum(outcomes.values())
+        fails[(op, dt)] = sum(n for o, n in outcomes.items() if Outcome(o).failed)
     if not tests:
         return "<p>No tests yet.</p>"
     ops = sorted({op for op, _ in tests})

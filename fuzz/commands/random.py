@@ -13,8 +13,8 @@ from fuzz.commands.arguments import (
     duration,
     flattened,
     hal_versions,
-    integers,
     names_of,
+    ranks,
 )
 from fuzz.commands.specs import add_driver_option, open_device
 from fuzz.progress import Progress
@@ -29,8 +29,9 @@ PRESET_HELP = (
 
 
 def register(sub) -> None:
-    from randomgraph.campaign import PRESET_NAMES
+    from randomgraph.campaign import JOBS_PER_CPU, PRESET_NAMES, max_jobs
     from randomgraph.differential import CRITERIA_NAMES, GOLDEN_MODES
+    from randomgraph.generator.core import PRIMARY_RANKS
     from randomgraph.metamorphic import RELATIONS
 
     p = sub.add_parser(
@@ -51,7 +52,9 @@ def register(sub) -> None:
     )
     p.add_argument("--ops", type=at_least(1), help="operations per graph (a custom campaign)")
     p.add_argument("--dims", type=at_least(1), help="largest dimension (default: the preset's)")
-    p.add_argument("--minutes", type=duration(), help="stop starting tests after M minutes")
+    p.add_argument(
+        "--minutes", type=duration(unit_seconds=60), help="stop starting tests after M minutes"
+    )
     # Comma-separated or repeated; an unknown name is a usage error naming the option.
     p.add_argument(
         "--op",
@@ -68,7 +71,11 @@ def register(sub) -> None:
         help="only signatures using these data types",
     )
     p.add_argument(
-        "--rank", action="append", type=integers, metavar="N", help="only these primary ranks"
+        "--rank",
+        action="append",
+        type=ranks,
+        metavar="N",
+        help=f"only these primary input ranks ({PRIMARY_RANKS.start}..{PRIMARY_RANKS.stop - 1})",
     )
     p.add_argument(
         "--version",
@@ -86,9 +93,11 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=at_least(0),
+        type=at_least(0, maximum=max_jobs()),
         default=1,
-        help="worker processes (default 1; 0 runs in this process, for debugging)",
+        help=f"worker processes (default 1; 0 runs in this process, for debugging); at "
+        f"most {JOBS_PER_CPU} per CPU ({max_jobs()} here), and no more than there are "
+        "tests to run",
     )
     p.add_argument("--shard", default="0/1", help="run shard i of n (i/n), for many machines")
     p.add_argument("--out", help="campaign directory (default: nnfuzz-random-DRIVER)")

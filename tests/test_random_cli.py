@@ -1,0 +1,344 @@
+"""``nnfuzz random`` and its campaign directory under misuse: two campaigns in one --out,
+too many workers, a year-long timeout, a file that is not a journal, ranks the generator
+does not make; and a long campaign's memory, which must not grow with its tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from driver.isolated import MAX_TIMEOUT
+from fuzz.cli import main as nnfuzz
+from fuzz.commands.arguments import duration
+from randomgraph import campaign
+from randomgraph.campaign import (
+    JOURNAL,
+    CampaignSettings,
+    CampaignState,
+    FinishedTests,
+    Journal,
+    Runs,
+    Timeline,
+    max_jobs,
+    outcome_table,
+    preset_groups,
+    run_campaign,
+)
+from randomgraph.generator import GenerationError, generate
+from randomgraph.generator.core import PRIMARY_RANKS, GeneratorConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "corpus" / "specs" / "V1_0" / "mul_broadcast.mod.py"
+QUICK = ["random", "--ops", "1", "--op", "ADD", "--jobs", "0", "--no-minimize"]
+
+
+def exit_status(argv: list[str]) -> int:
+    try:
+        return nnfuzz(argv)
+    except SystemExit as e:  # argparse usage errors
+        return e.code
+
+
+def journal_tests(out: Path) -> list[dict]:
+    return [r for r in Journal(out / JOURNAL).load() if r.get("kind") == "test"]
+
+
+# ---------------------------------------------------------------------------------------
+# Bad option values: exit 2 and a line naming the option
+# ---------------------------------------------------------------------------------------
+
+YEAR = f"must be at most {MAX_TIMEOUT:.0f} (a year), got 1e300"
+USAGE_ERRORS = [
+    # A timeout the isolated driver refuses made every test a false crash (random,
+    # replay) or an OverflowError traceback (minimize).
+    (["random", "--timeout", "1e300"], f"argument --timeout: {YEAR}"),
+    (["replay", str(SPEC), "--timeout", "1e300"], f"argument --timeout: {YEAR}"),
+    (["minimize", str(SPEC), "--timeout", "1e300"], f"argument --timeout: {YEAR}"),
+    (["specs", "run", str(SPEC), "--timeout", "1e300"], f"argument --timeout: {YEAR}"),
+    (["random", "--minimize-seconds", "1e300"], f"argument --minimize-seconds: {YEAR}"),
+    (["minimize", str(SPEC), "--seconds", "1e300"], f"argument --seconds: {YEAR}"),
+    (
+        ["random", "--minutes", "1e300"],
+        f"argument --minutes: must be at most {MAX_TIMEOUT / 60:.0f} (a year), got 1e300",
+    ),
+    # --jobs 1000 started ~450 worker processes (+5.4 GB).
+    (["random", "--jobs", "1000"], f"argument --jobs: must be <= {max_jobs()}, got 1000"),
+    (["random", "--jobs", str(max_jobs() + 1)], f"argument --jobs: must be <= {max_jobs()}"),
+    # Ranks the generator does not make: random ran "1 passed, 115 skipped" and exited 0,
+    # generate exited 1.
+    *[
+        ([command, "--rank", text], f"argument --rank: rank {bad} is not one the generator makes")
+        for command in ("random", "generate")
+        for text, bad in (("-1", -1), ("0", 0), ("6", 6), ("9", 9))
+    ],
+    (["random", "--rank", "2,9"], "argument --rank: rank 9 is not one the generator makes (1..5)"),
+    (["random", "--rank", "2", "--rank", "0"], "argument --rank: rank 0 is not one"),
+    (["generate", "--rank", "x"], "argument --rank: not an integer: 'x'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS]
+)
+def test_bad_option_value_is_a_usage_error(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    # Should a random command be accepted, it runs one test, not a whole campaign.
+    bounded = [*argv, "--max-tests", "1"] if argv[0] == "random" else argv
+    assert exit_status(bounded) == 2
+    err = capsys.readouterr().err
+    assert message in err.splitlines()[-1]
+    assert not list(tmp_path.iterdir()), "a rejected command left files behind"
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "value"),
+    [
+        (duration(), str(MAX_TIMEOUT), MAX_TIMEOUT),  # a year is still allowed
+        (duration(unit_seconds=60), str(MAX_TIMEOUT / 60), MAX_TIMEOUT / 60),
+        (duration(zero_allowed=True), "0", 0.0),
+    ],
+)
+def test_duration_accepts_up_to_a_year(parse, text, value):
+    assert parse(text) == value
+
+
+def test_every_valid_rank_is_generated_and_accepted(capsys):
+    # The ranks --rank accepts are exactly those some graph's primary input has.
+    for rank in PRIMARY_RANKS:
+        config = GeneratorConfig(num_ops=1, ranks=frozenset({rank}))
+        made = set()
+        for seed in range(40):
+            with contextlib.suppress(GenerationError):  # a seed with no rank-5 operation
+                made |= {r.rank for r in generate(seed, config).operations}
+        assert rank in made, rank
+        assert exit_status(["generate", "--rank", str(rank), "-q"]) == 0
+    capsys.readouterr()
+
+
+def test_workers_are_no_more_than_the_tasks(tmp_path, monkeypatch):
+    started = []
+    real = campaign._Proc.__init__
+
+    def counting(self, *args, **kw):
+        started.append(1)
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(campaign._Proc, "__init__", counting)
+    groups = preset_groups("custom", campaign.Filters(operations=("ADD",)), num_ops=1)
+    s = CampaignSettings(
+        groups=groups, out=tmp_path, seeds=range(2), jobs=max_jobs(), minimize=False
+    )
+    run_campaign(s, report=False)
+    assert len(started) == 2
+    assert len(journal_tests(tmp_path)) == 2
+
+
+# ---------------------------------------------------------------------------------------
+# One campaign per directory
+# ---------------------------------------------------------------------------------------
+
+
+def test_a_second_campaign_in_the_same_out_is_refused(tmp_path, capsys):
+    out = tmp_path / "c"
+    argv = [*QUICK, "--seeds", "0:3", "--out", str(out)]
+    refused = []
+
+    def on_event(kind, info):
+        if kind == "test" and not refused:
+            lines = (out / JOURNAL).read_bytes()
+            refused.append(exit_status([*QUICK, "--seeds", "3:6", "--out", str(out)]))
+            refused.append(capsys.readouterr().err.splitlines()[-1])
+            assert (out / JOURNAL).read_bytes() == lines  # the refused run wrote nothing
+
+    groups = preset_groups("custom", campaign.Filters(operations=("ADD",)), num_ops=1)
+    s = CampaignSettings(groups=groups, out=out, seeds=range(3), minimize=False)
+    run_campaign(s, on_event=on_event, report=False)
+    assert refused == [
+        2,
+        f"nnfuzz: {out} is in use by another campaign (pid {os.getpid()}): wait for it "
+        "to end, or use another --out",
+    ]
+    # Once the first has ended, the directory is free again.
+    assert exit_status(argv) == 0
+    assert len(journal_tests(out)) == 3
+
+
+def test_a_campaign_killed_with_sigkill_leaves_no_lock(tmp_path, capsys):
+    out = tmp_path / "c"
+    cmd = [sys.executable, "-m", "fuzz", *QUICK, "--seeds", "0:100000", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(journal_tests(out)) < 2:
+            time.sleep(0.05)
+        assert exit_status([*QUICK, "--seeds", "0:2", "--out", str(out)]) == 2
+        assert f"(pid {proc.pid})" in capsys.readouterr().err
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert exit_status([*QUICK, "--seeds", "0:2", "--out", str(out)]) == 0
+
+
+# ---------------------------------------------------------------------------------------
+# A file that is not a journal
+# ---------------------------------------------------------------------------------------
+
+GOOD = b'{"kind":"start","identity":null}\n'
+NOT_JOURNALS = [
+    # (journal bytes, what the message says after "(line ")
+    (bytes(range(255, -1, -1)) * 4, "1: not UTF-8 text)"),  # random bytes
+    (GOOD + b"\x80\xff\n" + GOOD, "2: not UTF-8 text)"),
+    (GOOD + b"hello\n" + GOOD, "2: not JSON: Expecting value at column 1)"),
+    (b"[1, 2]\n", "1: a JSON value that is not a journal record)"),
+    (b'{"id": "x"}\n', "1: a JSON value that is not a journal record)"),
+    (b'{"kind":"test","id":"custom/1op#0"}\n', "1: a bad 'test' record: KeyError"),
+    (b'{"kind":"test","group":"g","seed":0,"outcome":"odd"}\n', "1: a bad 'test' record"),
+    (b'{"kind":"failure","id":"F001"}\n', "1: a bad 'failure' record: TypeError"),
+    # No newline anywhere, and not the start of a record: not a torn last line, so it is
+    # not truncated away (that emptied a file nnfuzz had not written).
+    (b"\x00" * 5000, "1: not a journal record, and no newline)"),
+    (GOOD + b"PK\x03\x04 zip", "2: not a journal record, and no newline)"),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), NOT_JOURNALS, ids=range(len(NOT_JOURNALS)))
+def test_a_file_that_is_not_a_journal_is_a_usage_error(tmp_path, capsys, data, message):
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / JOURNAL).write_bytes(data)
+    assert exit_status([*QUICK, "--seeds", "0:1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith(
+        f"nnfuzz: {out / JOURNAL} is not a campaign journal (line {message}"
+    ), err
+    assert (out / JOURNAL).read_bytes() == data  # untouched
+    assert not (out / "report.html").exists()
+
+
+@pytest.mark.parametrize("torn", [b"{", b'{"ki', b'{"kind":"test","id":"custom/1op#9","outc'])
+def test_a_torn_last_line_is_still_dropped(tmp_path, torn):
+    journal = tmp_path / JOURNAL
+    journal.write_bytes(GOOD + torn)
+    assert Journal(journal).load() == [{"kind": "start", "identity": None}]
+    assert journal.read_bytes() == GOOD
+
+
+# ---------------------------------------------------------------------------------------
+# Memory: bounded however many tests a campaign runs
+# ---------------------------------------------------------------------------------------
+
+
+def _test_record(groups: list[str], n: int, outcome: str = "pass") -> dict:
+    seed, g = divmod(n, len(groups))
+    return {
+        "kind": "test",
+        "id": f"{groups[g]}#{seed}",
+        "group": groups[g],
+        "seed": seed,
+        "outcome": outcome,
+        "seconds": 0.01,
+        "elapsed": n * 0.01,
+        "ops": [["ADD", "TENSOR_FLOAT32"], ["MUL", "TENSOR_QUANT8_ASYMM"]],
+        "n_ops": 2,
+        "cov": [["ADD", "TENSOR_FLOAT32", 2, "V1_0"], ["MUL", "TENSOR_QUANT8_ASYMM", 4, "V1_2"]],
+    }
+
+
+def _state_after(tests: int, shards: int = 1) -> CampaignState:
+    groups = [f"g{k}" for k in range(7)]
+    identity = {"groups": [{"name": g} for g in groups], "shard": [0, shards]}
+    state = CampaignState.from_records([{"kind": "start", "identity": identity}])
+    # Out of order, as several workers finish them.
+    order = [n + (1 if n % 2 == 0 else -1) for n in range(tests)]
+    for n in order:
+        state.apply(_test_record(groups, n * shards, "pass" if n % 5 else "wrong-result"))
+    return state
+
+
+def _traced_size(build):
+    """Bytes that what ``build()`` returns holds on to."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = build()
+        return kept, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_campaign_state_does_not_grow_with_the_tests():
+    # It kept every test's journal line (~3 KB each in a real campaign, ~8 MB a minute).
+    _, size = _traced_size(lambda: _state_after(10_000))
+    large, large_size = _traced_size(lambda: _state_after(40_000))
+    assert large_size - size < 20_000, f"{large_size - size} bytes for 30000 more tests"
+    # ... and still knows what the report shows.
+    assert large.tests_run == 40_000 and large.outcome_counts()["wrong-result"] == 8_000
+    assert large.failed
+    header, rows = outcome_table(large)
+    assert rows[0][:3] == ["ADD", "TENSOR_FLOAT32", "40000"] and "8000" in rows[0]
+    assert large.coverage().graphs == 40_000
+    assert sum(large.coverage().counts.values()) == 80_000
+    assert large.timeline.counts == large.counts
+    assert max(len(p) for p in large.timeline.series.values()) <= Timeline.MAX_POINTS
+
+
+@pytest.mark.parametrize("shards", [1, 3, 7])
+def test_finished_tests_are_kept_as_a_few_runs(shards):
+    state = _state_after(5_000, shards)
+    assert state.finished.runs <= 2
+    groups = [f"g{k}" for k in range(7)]
+    for n in range(0, 5_000 * shards, shards):
+        seed, g = divmod(n, 7)
+        assert (groups[g], seed) in state.finished
+    assert ("g0", 10**9) not in state.finished
+    # A test recorded twice (two runs in one directory, before the lock) counts once.
+    state.apply(_test_record(groups, 0))
+    assert state.tests_run == 5_000
+
+
+def test_runs_are_a_set():
+    runs = Runs()
+    values = [5, 3, 4, 9, 1, 2, 7, 8, 6, 0, 4]
+    assert [runs.add(v) for v in values] == [True] * 10 + [False]
+    assert len(runs) == 10 and runs.runs == 1
+    assert all(v in runs for v in range(10)) and -1 not in runs and 10 not in runs
+
+
+def test_finished_tests_of_unknown_groups():
+    finished = FinishedTests()
+    assert finished.add("a", 3) and finished.add("b", 3) and not finished.add("a", 3)
+    assert ("a", 3) in finished and ("a", 4) not in finished and len(finished) == 2
+
+
+def test_the_report_of_a_resumed_campaign_matches_its_journal(tmp_path):
+    groups = preset_groups("custom", campaign.Filters(operations=("SUB",)), num_ops=1)
+    s = dict(groups=groups, out=tmp_path, driver="planted-activation", minimize=False)
+    run_campaign(CampaignSettings(seeds=range(10), max_tests=4, **s), report=False)
+    summary = run_campaign(CampaignSettings(seeds=range(10), **s))
+    tests = journal_tests(tmp_path)
+    assert len(tests) == 10 and summary.state.tests_run == 10
+    wrong = sum(r["outcome"] == "wrong-result" for r in tests)
+    assert wrong and summary.state.outcome_counts()["wrong-result"] == wrong
+    md = summary.markdown.read_text()
+    assert f"10 tests, {wrong} failed" in md and f"| wrong result | {wrong} |" in md
+    assert f"wrong result ({wrong})" in summary.report.read_text()  # the timeline legend
+    # Rebuilt from the journal alone, the report says the same.
+    from randomgraph.report import write_reports
+
+    def undated(path: Path) -> str:
+        return re.sub(r"written [0-9-]+ [0-9:]+", "", path.read_text())
+
+    html = undated(summary.report)
+    write_reports(tmp_path)
+    assert undated(summary.report) == html
