@@ -129,7 +129,7 @@ USAGE_ERRORS = [
     (["generate", "--elements", "1000000000000"], "argument --elements: must be <= 100000"),
     (["generate", "--ops", "40", "--elements", "100000"], "--ops x --elements must be <= 2000000"),
     (["generate", "--op", "ADD,nope"], "unknown operation 'nope'"),
-    (["generate", "--op", "ADD,"], "--operation: expected a comma-separated list, got 'ADD,'"),
+    (["generate", "--op", "ADD,"], "--op: expected a comma-separated list, got 'ADD,'"),
     (["generate", "--type", "FLOAT32,nope"], "unknown type 'nope'"),
     (["generate", "--version", "1.2,9"], "unknown HAL version '9'"),
     (["generate", "--ops", "-3"], "--ops: must be >= 1, got -3"),

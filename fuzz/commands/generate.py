@@ -53,17 +53,17 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--ops",
-        type=at_least(1),
+        type=at_least(1, maximum=MAX_OPS),
         help=f"operations per graph, at most {MAX_OPS} (overrides the preset)",
     )
     p.add_argument(
         "--dims",
-        type=at_least(1),
+        type=at_least(1, maximum=MAX_ELEMENTS),
         help=f"largest dimension, at most {MAX_ELEMENTS} (overrides the preset)",
     )
     p.add_argument(
         "--elements",
-        type=at_least(1),
+        type=at_least(1, maximum=MAX_ELEMENTS),
         help=f"largest element count per operand, at most {MAX_ELEMENTS} (default 10000), "
         f"and --ops x --elements at most {MAX_GRAPH_ELEMENTS}",
     )
@@ -112,11 +112,11 @@ def _usage_error(message: str) -> SystemExit:
     return usage_error(f"nnfuzz generate: {message}")
 
 
-def _enum_set(values, enum, what: str):
+def _enum_set(values, enum, what: str, option: str):
     if not values:
         return None
     out = set()
-    for v in _items(values, what):
+    for v in _items(values, option):
         key = v.upper()
         if what == "type" and not key.startswith("TENSOR_") and "TENSOR_" + key in enum.__members__:
             key = "TENSOR_" + key
@@ -126,23 +126,16 @@ def _enum_set(values, enum, what: str):
     return frozenset(out)
 
 
-def _items(values: list[str], what: str) -> list[str]:
+def _items(values: list[str], option: str) -> list[str]:
     """The items of a repeated, comma-separated option (``--op ADD,MUL --op ABS``)."""
     items = [item.strip() for value in values for item in value.split(",")]
     if not all(items):
-        raise _usage_error(f"--{what}: expected a comma-separated list, got {','.join(values)!r}")
+        raise _usage_error(f"{option}: expected a comma-separated list, got {','.join(values)!r}")
     return items
 
 
-def _check_sizes(args: argparse.Namespace, config) -> None:
-    """The size options within their limits (module docstring), each naming its option."""
-    for option, value, limit in (
-        ("--ops", args.ops, MAX_OPS),
-        ("--dims", args.dims, MAX_ELEMENTS),
-        ("--elements", args.elements, MAX_ELEMENTS),
-    ):
-        if value is not None and value > limit:
-            raise _usage_error(f"argument {option}: must be <= {limit}, got {value}")
+def _check_graph_size(config) -> None:
+    """--ops and --elements (each bounded by argparse) together within MAX_GRAPH_ELEMENTS."""
     if config.num_ops * config.max_elements > MAX_GRAPH_ELEMENTS:
         raise _usage_error(
             f"--ops x --elements must be <= {MAX_GRAPH_ELEMENTS} (a graph's memory and spec "
@@ -157,7 +150,9 @@ def run(args: argparse.Namespace) -> int:
     versions = None
     if args.version:
         try:
-            versions = tuple(sorted({HalVersion.parse(v) for v in _items(args.version, "version")}))
+            versions = tuple(
+                sorted({HalVersion.parse(v) for v in _items(args.version, "--version")})
+            )
         except ValueError as e:
             raise _usage_error(str(e)) from None
     try:
@@ -166,14 +161,14 @@ def run(args: argparse.Namespace) -> int:
             num_ops=args.ops,
             max_dim=args.dims,
             max_elements=args.elements,
-            operations=_enum_set(args.op, OperationType, "operation"),
-            data_types=_enum_set(args.type, OperandType, "type"),
+            operations=_enum_set(args.op, OperationType, "operation", "--op"),
+            data_types=_enum_set(args.type, OperandType, "type", "--type"),
             ranks=frozenset(args.rank) if args.rank else None,
             versions=versions,
         )
     except ValueError as e:
         raise _usage_error(str(e)) from None
-    _check_sizes(args, config)
+    _check_graph_size(config)
     seeds = _seeds(args)
     out_dir = Path(args.dump) if args.dump is not None else None
     if out_dir is not None:
