@@ -1011,6 +1011,26 @@ def replay_command(spec: str | Path, driver: str, outcome: str, timeout: float) 
     return f"nnfuzz replay {spec} --driver {replay_driver(driver, outcome, timeout)}"
 
 
+def spec_text(
+    test: TestModel,
+    *,
+    driver: str,
+    actual: Sequence[np.ndarray] | None,
+    lines: Sequence[str],
+    criteria: str,
+) -> str:
+    """A failing test as the text of a ``.mod.py`` spec: ``lines`` as its header comment,
+    the driver's ``actual`` outputs and the criteria it failed under."""
+    header = (
+        [*lines, f"nnfuzz-criteria: {criteria}"]
+        if criteria and criteria != "generated"
+        else list(lines)
+    )
+    return dump_spec(
+        test, results={driver: list(actual)} if actual else None, header="\n".join(header)
+    )
+
+
 def write_spec(
     path: Path,
     test: TestModel,
@@ -1021,14 +1041,7 @@ def write_spec(
     criteria: str,
 ) -> None:
     """Write a failing test as a ``.mod.py`` spec (atomically: temp file, fsync, rename)."""
-    header = (
-        [*lines, f"nnfuzz-criteria: {criteria}"]
-        if criteria and criteria != "generated"
-        else list(lines)
-    )
-    text = dump_spec(
-        test, results={driver: list(actual)} if actual else None, header="\n".join(header)
-    )
+    text = spec_text(test, driver=driver, actual=actual, lines=lines, criteria=criteria)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)

@@ -162,6 +162,26 @@ USAGE_ERRORS = [
         ]
     ],
     (["generate", "--dump", ""], "argument --dump: an empty path names no directory"),
+    # minimize --out: never replaces what is no regular file (a device node, a FIFO), and
+    # finds out before minimizing that it cannot write there.
+    *[
+        (["minimize", str(CORPUS_SPEC), "--out", path], f"argument --out: {message}")
+        for path, message in [
+            ("fifo", "fifo is not a regular file"),
+            ("dangling", "dangling is a symbolic link to nothing"),
+            ("/proc/x.mod.py", "cannot write /proc/x.mod.py: "),
+            ("/proc/x/", "cannot write into /proc/x: "),
+            ("empty.mod.py/sub/", "empty.mod.py is not a directory (to write into"),
+            ("", "an empty path names no file or directory"),
+        ]
+    ],
+    (
+        ["minimize", str(CORPUS_SPEC), "--out", "empty.mod.py"],
+        "has 4 tests, so --out must be a directory",
+    ),
+    # Nothing to minimize is exit 2, as replay's "no test model".
+    (["minimize", "empty.mod.py"], "nothing to minimize: no test of empty.mod.py fails"),
+    (["minimize", str(CORPUS_SPEC), "-k", "zzz"], "nothing to minimize"),
     *[
         (["specs", action, str(CORPUS_SPEC), "--json", path], f"argument --json: {message}")
         for action in ["run", "expand"]

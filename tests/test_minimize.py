@@ -212,7 +212,7 @@ def test_minimize_command_writes_a_spec_that_replays(tmp_path, capsys):
     assert nnfuzz(["replay", str(out), "--driver", "planted-activation"]) == 1
     assert nnfuzz(["replay", str(out), "--driver", "reference"]) == 0
     # A passing spec has nothing to minimize.
-    assert nnfuzz(["minimize", str(spec), "--driver", "reference"]) == 1
+    assert nnfuzz(["minimize", str(spec), "--driver", "reference"]) == 2
     assert nnfuzz(["minimize", str(spec), "--driver", "planted-activation", "--check"]) == 1
     capsys.readouterr()
 
@@ -263,3 +263,84 @@ def test_a_failure_of_unspecified_output_dims_is_found_from_the_spec(tmp_path, c
     spec_test.test_dynamic_output_shape = False
     assert with_unknown_output_dims(spec_test) is None
     assert check_with_dynamic_variant(c, spec_test)[1].outcome == Outcome.PASS
+
+
+def _failing_spec(tmp_path):
+    t = graph(act=1)
+    spec = tmp_path / "graph.mod.py"
+    spec.write_text(dump_spec(with_outputs(t, compute_golden(t)[0])))
+    return spec
+
+
+MINIMIZE = ["--driver", "planted-activation", "--seconds", "5"]
+
+
+def test_minimize_out_writes_through_a_link_and_into_a_directory_ending_in_slash(tmp_path):
+    # --out LINK replaced the link with a file (its target untouched); --out nodir/sub/
+    # created a FILE named sub.
+    import os
+
+    spec = _failing_spec(tmp_path)
+    target = tmp_path / "target.mod.py"
+    target.write_text("# old\n")
+    os.symlink(target, tmp_path / "link.mod.py")
+    assert nnfuzz(["minimize", str(spec), *MINIMIZE, "--out", str(tmp_path / "link.mod.py")]) == 0
+    assert os.path.islink(tmp_path / "link.mod.py")
+    assert 'model.Operation("ADD"' in target.read_text()
+    assert nnfuzz(["minimize", str(spec), *MINIMIZE, "--out", f"{tmp_path}/nodir/sub/"]) == 0
+    assert 'model.Operation("ADD"' in (tmp_path / "nodir/sub/graph_min.mod.py").read_text()
+
+
+def test_a_minimized_spec_that_cannot_be_written_is_saved_elsewhere(tmp_path, capsys, monkeypatch):
+    # The write failing at the end lost the minimized graph, and the message named the
+    # internal .tmp file.
+    import errno
+    import os
+    from pathlib import Path
+
+    spec = _failing_spec(tmp_path)
+    saved_in = tmp_path / "saved"
+    saved_in.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(saved_in))
+    real_fsync = os.fsync
+
+    def full(fd):
+        real_fsync(fd)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    out = tmp_path / "out.mod.py"
+    argv = ["minimize", str(spec), *MINIMIZE, "--out", str(out)]
+    monkeypatch.setattr(os, "fsync", full)
+    assert nnfuzz(argv) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"nnfuzz: {out}: No space left on device; the output is saved in ")
+    assert ".tmp" not in last and not out.exists()
+    saved = Path(last.rsplit(" ", 1)[1])
+    assert saved.parent == saved_in and 'model.Operation("ADD"' in saved.read_text()
+
+
+def test_minimize_refuses_an_output_before_minimizing(tmp_path, capsys, monkeypatch):
+    import os
+
+    spec = _failing_spec(tmp_path)
+    os.mkfifo(tmp_path / "fifo")
+
+    def must_not_run(self, test, **kw):
+        raise AssertionError("checked the spec before refusing --out")
+
+    monkeypatch.setattr(DifferentialChecker, "check", must_not_run)
+    for out in [tmp_path / "fifo", "/proc/x.mod.py"]:
+        try:
+            status = nnfuzz(["minimize", str(spec), *MINIMIZE, "--out", str(out)])
+        except SystemExit as e:
+            status = e.code
+        assert status == 2
+        assert not (tmp_path / "fifo").is_file()
+    # Without --out, next to the spec: that directory is checked too (faked: root may
+    # write into a read-only directory).
+    monkeypatch.setattr("fuzz.commands.outputs._cannot_create_in", lambda d: "Read-only")
+    try:
+        status = nnfuzz(["minimize", str(spec), *MINIMIZE])
+    except SystemExit as e:
+        status = e.code
+    assert status == 2 and "(choose another with --out)" in capsys.readouterr().err

@@ -58,6 +58,15 @@ def writable_file_or_directory(text: str) -> str:
     return writable_file(text)
 
 
+def output_target(out: str, name: str, *, into_directory: bool = False) -> Path:
+    """Where an option checked by :func:`writable_file_or_directory` puts the file
+    ``name``: in ``out`` if it is a directory (or ends in '/', or ``into_directory``: the
+    command writes several files), else ``out`` itself."""
+    if into_directory or out.endswith(("/", os.sep)) or Path(out).is_dir():
+        return Path(out) / name
+    return Path(out)
+
+
 def unwritable_file(path: Path) -> str | None:
     """Why ``path`` cannot be written as a regular file, or None."""
     real = Path(os.path.realpath(path))

@@ -139,6 +139,8 @@ def register(sub) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no table at the end")
     p.set_defaults(func=cmd_random)
 
+    from fuzz.commands.outputs import writable_file_or_directory
+
     mz = sub.add_parser(
         "minimize",
         help="reduce a failing spec to the smallest graph that fails the same way",
@@ -147,12 +149,19 @@ def register(sub) -> None:
         "fed with the reference's values), shrink dims, simplify values — keeping the same "
         "outcome, and write SPEC_STEM_min.mod.py. The spec file is a Python program and is "
         "executed (not sandboxed): minimize only specs you trust. Exit 0 when a minimized "
-        "spec was written, 1 when nothing failed (nothing to minimize), 2 when the spec "
-        "cannot be loaded or a test of it is an invalid model (a spec error).",
+        "spec was written, 2 when nothing failed (nothing to minimize; as replay, when no "
+        "test matches), the spec cannot be loaded, a test of it is an invalid model (a spec "
+        "error) or the output cannot be written.",
     )
     mz.add_argument("spec", help="a .mod.py spec file (trusted Python: it is executed)")
     add_driver_option(mz)
-    mz.add_argument("--out", help="file (one test) or directory for the minimized spec(s)")
+    mz.add_argument(
+        "--out",
+        type=writable_file_or_directory,
+        help="file (one test) or directory (an existing one, or ending in '/') for the "
+        "minimized spec(s); a symbolic link to a file is written through, a device or FIFO "
+        "refused (default: next to SPEC)",
+    )
     mz.add_argument(
         "--golden",
         choices=GOLDEN_MODES,
@@ -319,7 +328,9 @@ def _minimize_live(checker, test, result, seconds: float):
 
 
 def cmd_minimize(args: argparse.Namespace) -> int:
-    from randomgraph.campaign import replay_command, write_spec
+    from fuzz.commands.arguments import usage_error
+    from fuzz.commands.outputs import output_target, unwritable_directory, write_output
+    from randomgraph.campaign import replay_command, spec_text
     from randomgraph.differential import (
         CheckOptions,
         DifferentialChecker,
@@ -347,6 +358,22 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         ),
     )
     spec_path = Path(args.spec)
+    # Where the minimized specs go, checked before any work: minimizing takes minutes.
+    several = len(tests) > 1
+    if (
+        args.out is not None
+        and several
+        and os.path.lexists(args.out)
+        and not Path(args.out).is_dir()
+    ):
+        raise usage_error(
+            f"nnfuzz minimize: --out {args.out}: {args.spec} has {len(tests)} tests, "
+            "so --out must be a directory"
+        )
+    if args.out is None and not args.check:
+        problem = unwritable_directory(spec_path.parent)
+        if problem:
+            raise usage_error(f"nnfuzz minimize: {problem} (choose another with --out)")
     stem = (
         spec_path.name[: -len(".mod.py")] if spec_path.name.endswith(".mod.py") else spec_path.stem
     )
@@ -382,9 +409,8 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         print(f"   reducing (budget {args.seconds:g} s):")
         m = _minimize_live(checker, form, result, args.seconds)
         name = f"{stem}_min" if len(tests) == 1 else f"{test.name}_min"
-        if args.out:
-            out = Path(args.out)
-            target = out / f"{name}.mod.py" if out.is_dir() or len(tests) > 1 else out
+        if args.out is not None:
+            target = output_target(args.out, f"{name}.mod.py", into_directory=several)
         else:
             target = spec_path.with_name(f"{name}.mod.py")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -399,13 +425,16 @@ def cmd_minimize(args: argparse.Namespace) -> int:
             f"{', interrupted' if m.interrupted else ''})",
             f"replay: {replay_command(target, args.driver, m.result.outcome.value, args.timeout)}",
         ]
-        write_spec(
+        # Written whole, or saved elsewhere and the error says where: never lost.
+        write_output(
             target,
-            mt,
-            driver=args.driver,
-            actual=m.result.actual,
-            lines=lines,
-            criteria=m.result.criteria,
+            spec_text(
+                mt,
+                driver=args.driver,
+                actual=m.result.actual,
+                lines=lines,
+                criteria=m.result.criteria,
+            ),
         )
         written += 1
         print(
@@ -429,6 +458,11 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     if args.check:
         return 1 if failed else 0
     if not failed:
-        print(f"nothing to minimize: no test of {args.spec} fails on {args.driver}")
-        return 1
+        # As replay: a spec with nothing to work on is a usage error, not a result.
+        print(
+            f"nnfuzz: nothing to minimize: no test of {args.spec} fails on {args.driver}"
+            + (f" (or matches -k {args.pattern!r})" if args.pattern else ""),
+            file=sys.stderr,
+        )
+        return 2
     return 0
