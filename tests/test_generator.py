@@ -414,8 +414,10 @@ def test_generate_command_lists_dumps_and_reports_failed_seeds(tmp_path, capsys)
     assert "3 graphs generated, 0 failed" in out
     specs = sorted(tmp_path.glob("*.mod.py"))
     assert len(specs) == 3 and all(load_spec(p) for p in specs)
-    # No operation has a primary input of rank 9: each seed fails, on stderr, exit 1.
-    assert nnfuzz(["generate", "--seeds", "0:2", "--rank", "9", "--coverage"]) == 1
+    # CONV_2D has no primary input of rank 1: each seed fails, on stderr, exit 1.
+    assert (
+        nnfuzz(["generate", "--seeds", "0:2", "--op", "CONV_2D", "--rank", "1", "--coverage"]) == 1
+    )
     captured = capsys.readouterr()
     assert captured.err.count("no operation could be generated") == 2
     assert "0 graphs generated, 2 failed" in captured.err
