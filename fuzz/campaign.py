@@ -40,6 +40,11 @@ DICTIONARY = Path(__file__).resolve().parent / "nnapi.dict"
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
 
 
+MAX_INPUT_LEN = 1 << 20
+"""Largest ``--max-len``: 64 times the largest target's MAX_LEN. libFuzzer sizes its
+buffers by it, so a huge value runs out of memory at once and reports that as a finding."""
+
+
 def default_work_dir(target: str) -> Path:
     """Outside the checkout, so a campaign's corpus never lands in a commit by accident."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -197,7 +197,10 @@ USAGE_ERRORS = [
         ["generate", "--dump", "empty.mod.py/specs"],
         "--dump: empty.mod.py is not a directory (to write into empty.mod.py/specs)",
     ),
-    (["random", "--out", "empty.mod.py/c", "--max-tests", "1"], "empty.mod.py/c: Not a directory"),
+    (
+        ["random", "--out", "empty.mod.py/c", "--max-tests", "1"],
+        "--out: empty.mod.py is not a directory (to write into empty.mod.py/c)",
+    ),
     (["fuzz", "model", "--work", "empty.mod.py/w"], "empty.mod.py/w/corpus: Not a directory"),
 ]
 

@@ -83,6 +83,15 @@ USAGE_ERRORS = [
     (["random", "--rank", "2,9"], "argument --rank: rank 9 is not one the generator makes (1..5)"),
     (["random", "--rank", "2", "--rank", "0"], "argument --rank: rank 0 is not one"),
     (["generate", "--rank", "x"], "argument --rank: not an integer: 'x'"),
+    # Sizes generate bounds bound random too (an endless run or a huge allocation).
+    (["random", "--ops", "201"], "argument --ops: must be <= 200, got 201"),
+    (["random", "--dims", "100001"], "argument --dims: must be <= 100000, got 100001"),
+    (["random", "--out", ""], "argument --out: an empty path names no directory"),
+    # libFuzzer: --jobs forks that many fuzzers; --max-len sizes its buffers (a huge one
+    # ran out of memory at once and reported it as a finding).
+    (["fuzz", "model", "--jobs", "1000"], f"argument --jobs: must be <= {max_jobs()}, got 1000"),
+    (["fuzz", "model", "--max-len", "2000000"], "argument --max-len: must be <= 1048576"),
+    (["fuzz", "model", "--timeout", "1" + "0" * 12], "argument --timeout: must be <= 31536000"),
 ]
 
 

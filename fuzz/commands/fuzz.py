@@ -6,7 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from driver.isolated import MAX_TIMEOUT
+from fuzz.campaign import MAX_INPUT_LEN
 from fuzz.commands.arguments import at_least, duration
+from randomgraph.campaign import JOBS_PER_CPU, max_jobs
 
 EXIT_OK = 0
 EXIT_FOUND = 1
@@ -63,9 +66,10 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=at_least(1),
+        type=at_least(1, maximum=max_jobs()),
         default=1,
-        help="parallel fuzzing processes (libFuzzer -fork when > 1; default 1)",
+        help="parallel fuzzing processes (libFuzzer -fork when > 1; default 1; at most "
+        f"{JOBS_PER_CPU} per CPU, {max_jobs()} here)",
     )
     p.add_argument(
         "--rss-limit-mb",
@@ -75,12 +79,14 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=at_least(1),
+        type=at_least(1, maximum=int(MAX_TIMEOUT)),
         default=5,
         help="seconds per input before it is a hang (default 5)",
     )
     p.add_argument(
-        "--max-len", type=at_least(1), help="largest input (default: the target's MAX_LEN)"
+        "--max-len",
+        type=at_least(1, maximum=MAX_INPUT_LEN),
+        help=f"largest input, at most {MAX_INPUT_LEN} (default: the target's MAX_LEN)",
     )
     p.add_argument("--driver", help="device to fuzz: a registered name or module:callable")
     p.add_argument("--work", type=Path, help="campaign directory (corpus, artifacts, log)")

@@ -5,7 +5,7 @@ nnfuzz generate --seeds 0:1000 --preset single --coverage
 nnfuzz generate --seed 7 --dump out/            # out/random_small_7.mod.py
 nnfuzz generate --seeds 0:50 --op CONV_2D --type TENSOR_QUANT8_ASYMM --version 1.2
 
-Sizes are bounded (MAX_OPS, MAX_ELEMENTS, MAX_GRAPH_ELEMENTS) so that a graph stays
+Sizes are bounded (randomgraph.generator.core: MAX_OPS, MAX_ELEMENTS, MAX_GRAPH_ELEMENTS) so that a graph stays
 quick to generate and run on the reference, and its spec dump loads again
 (randomgraph.spec.loader.MAX_SPEC_BYTES).
 """
@@ -22,15 +22,7 @@ from driver.hal.types import HalVersion, OperandType, OperationType
 from fuzz.commands.arguments import at_least, rank, usage_error
 from fuzz.commands.outputs import writable_directory, writable_file, write_output
 from fuzz.progress import Progress
-
-MAX_OPS = 200
-"""Most operations per graph: five times the largest preset ('large', 40); generation
-time grows faster than linearly with it."""
-MAX_ELEMENTS = 100_000
-"""Most elements per operand: ten times the presets' 10000."""
-MAX_GRAPH_ELEMENTS = 2_000_000
-"""Most ops x elements: what bounds a graph's memory (~200 MB) and its spec dump (~30 MB);
-five times the 'large' preset's 40 x 10000."""
+from randomgraph.generator.core import MAX_ELEMENTS, MAX_GRAPH_ELEMENTS, MAX_OPS
 
 
 def register(sub) -> None:

@@ -29,9 +29,10 @@ PRESET_HELP = (
 
 
 def register(sub) -> None:
+    from fuzz.commands.outputs import writable_directory
     from randomgraph.campaign import JOBS_PER_CPU, PRESET_NAMES, max_jobs
     from randomgraph.differential import CRITERIA_NAMES, GOLDEN_MODES
-    from randomgraph.generator.core import PRIMARY_RANKS
+    from randomgraph.generator.core import MAX_ELEMENTS, MAX_OPS, PRIMARY_RANKS
     from randomgraph.metamorphic import RELATIONS
 
     p = sub.add_parser(
@@ -50,8 +51,16 @@ def register(sub) -> None:
         help="seed range A:B (B excluded; 'A:' unbounded). Default: 0:50 (Android's count), "
         "or unbounded with --minutes",
     )
-    p.add_argument("--ops", type=at_least(1), help="operations per graph (a custom campaign)")
-    p.add_argument("--dims", type=at_least(1), help="largest dimension (default: the preset's)")
+    p.add_argument(
+        "--ops",
+        type=at_least(1, maximum=MAX_OPS),
+        help=f"operations per graph, at most {MAX_OPS} (a custom campaign)",
+    )
+    p.add_argument(
+        "--dims",
+        type=at_least(1, maximum=MAX_ELEMENTS),
+        help=f"largest dimension, at most {MAX_ELEMENTS} (default: the preset's)",
+    )
     p.add_argument(
         "--minutes", type=duration(unit_seconds=60), help="stop starting tests after M minutes"
     )
@@ -100,7 +109,11 @@ def register(sub) -> None:
         "tests to run",
     )
     p.add_argument("--shard", default="0/1", help="run shard i of n (i/n), for many machines")
-    p.add_argument("--out", help="campaign directory (default: nnfuzz-random-DRIVER)")
+    p.add_argument(
+        "--out",
+        type=writable_directory,
+        help="campaign directory (default: nnfuzz-random-DRIVER)",
+    )
     p.add_argument(
         "--golden",
         choices=GOLDEN_MODES,

@@ -207,6 +207,16 @@ def signature_key(sig: Signature) -> str:
 # ---------------------------------------------------------------------------------------
 
 ALL_VERSIONS = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
+MAX_OPS = 200
+"""Most operations per graph a command lets a user ask for: five times the largest preset
+('large', 40); generation time grows faster than linearly with it."""
+MAX_ELEMENTS = 100_000
+"""Most elements per operand (and largest dimension) a command lets a user ask for: ten
+times the presets' 10000."""
+MAX_GRAPH_ELEMENTS = 2_000_000
+"""Most operations x elements per operand: what bounds a graph's memory (~200 MB) and its
+spec dump (~30 MB); five times the 'large' preset's 40 x 10000."""
+
 PRIMARY_RANKS = range(1, 6)
 """The ranks rules give their primary input, which ``GeneratorConfig.ranks`` filters: 1..4,
 and 5 where the operation takes it (``ranks=(1, 5)`` in the rules). Any other rank in the
