@@ -5,6 +5,7 @@ does not make; and a long campaign's memory, which must not grow with its tests.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import signal
@@ -277,10 +278,12 @@ def _state_after(tests: int, shards: int = 1) -> CampaignState:
 
 def _traced_size(build):
     """Bytes that what ``build()`` returns holds on to."""
+    gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         kept = build()
+        gc.collect()  # garbage of the build (cycles) is not what it keeps
         return kept, tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
@@ -290,7 +293,8 @@ def test_the_campaign_state_does_not_grow_with_the_tests():
     # It kept every test's journal line (~3 KB each in a real campaign, ~8 MB a minute).
     _, size = _traced_size(lambda: _state_after(10_000))
     large, large_size = _traced_size(lambda: _state_after(40_000))
-    assert large_size - size < 20_000, f"{large_size - size} bytes for 30000 more tests"
+    # The old state grew ~26 MB here; caches elsewhere in the process may move a few KB.
+    assert large_size - size < 200_000, f"{large_size - size} bytes for 30000 more tests"
     # ... and still knows what the report shows.
     assert large.tests_run == 40_000 and large.outcome_counts()["wrong-result"] == 8_000
     assert large.failed
