@@ -3,6 +3,7 @@ every ``nnfuzz`` command — never a traceback; a run that found nothing to do s
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -52,6 +53,20 @@ def exit_status(argv: list[str]) -> int:
         return nnfuzz(argv)
     except SystemExit as e:  # argparse usage errors
         return e.code
+
+
+def interrupt_call(monkeypatch, owner, name: str, call: int) -> None:
+    """Call number ``call`` of ``owner.name`` raises KeyboardInterrupt, as Ctrl-C there
+    would; the calls before it run as usual."""
+    real = getattr(owner, name)
+    calls = itertools.count(1)
+
+    def interrupting(*args, **kwargs):
+        if next(calls) == call:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, interrupting)
 
 
 USAGE_ERRORS = [
@@ -292,16 +307,7 @@ def test_regress_replays_a_file_named_relative_to_the_callers_directory(files, c
 def test_an_interrupted_specs_run_keeps_the_results_that_finished(files, capsys, monkeypatch):
     from randomgraph.spec import runner
 
-    real = runner.run_test_model
-    calls = []
-
-    def interrupt_the_third(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(runner, "run_test_model", interrupt_the_third)
+    interrupt_call(monkeypatch, runner, "run_test_model", 3)
     argv = ["specs", "run", str(CORPUS_SPEC), "--no-dynamic", "--json", "results.json"]
     assert exit_status(argv) == 130
     out, err = capsys.readouterr()
@@ -510,16 +516,7 @@ def test_generate_takes_comma_lists_like_random(files, capsys):
 def test_an_interrupted_generate_keeps_the_graphs_that_finished(files, capsys, monkeypatch):
     import randomgraph.generator
 
-    real = randomgraph.generator.generate
-    calls = []
-
-    def interrupt_the_fourth(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(randomgraph.generator, "generate", interrupt_the_fourth)
+    interrupt_call(monkeypatch, randomgraph.generator, "generate", 4)
     argv = ["generate", "--seeds", "0:100", "--coverage", "--json", "g.json", "--dump", "d"]
     assert exit_status(argv) == 130
     out, err = capsys.readouterr()
@@ -532,16 +529,7 @@ def test_an_interrupted_generate_keeps_the_graphs_that_finished(files, capsys, m
 def test_an_interrupted_replay_prints_the_counts_of_what_ran(files, capsys, monkeypatch):
     from fuzz.commands import specs
 
-    real = specs.run_test_model
-    calls = []
-
-    def interrupt_the_third(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(specs, "run_test_model", interrupt_the_third)
+    interrupt_call(monkeypatch, specs, "run_test_model", 3)
     assert exit_status(["replay", str(CORPUS_SPEC)]) == 130
     out, err = capsys.readouterr()
     assert "interrupted" in err and out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
