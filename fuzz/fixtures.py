@@ -1,4 +1,5 @@
-"""Small valid models the request and memory targets execute against.
+"""Small valid models the request and memory targets execute against, and the pools the
+targets give the device.
 
 Each exercises a different part of request handling: unknown dimensions given by the
 request (and dynamic output shapes), a scalar input, quantized data with a constant in a
@@ -15,6 +16,8 @@ from driver.builder import ModelBuilder
 from driver.hal.types import Model
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.memory import SharedMemory
+from fuzz.harness import HarnessPools
 
 
 def _add_dynamic() -> Model:
@@ -136,3 +139,28 @@ appending keeps old corpora meaningful; reordering does not."""
 
 def fixture_models() -> list[tuple[str, Model]]:
     return [(name, build()) for name, build in FIXTURES]
+
+
+class SharedPoolHandle(SharedMemory):
+    """A harness pool backed by a memfd, so a driver in another process (``D@isolated``)
+    maps the same bytes, as a real HAL service maps the caller's ashmem. ``data`` is the
+    writable mapping (same length as the pool; slicing reads bytes, slice assignment
+    writes in place), as :class:`fuzz.harness.PoolHandle`'s bytearray is for a
+    process-private pool."""
+
+    __slots__ = ()
+
+    @property
+    def data(self):
+        return self._map
+
+
+class SharedPools(HarnessPools):
+    """:class:`fuzz.harness.HarnessPools` whose pools are shareable (memfd): a pool
+    without a descriptor cannot cross a process, and a driver out of process rightly
+    judges it invalid, which the harness would blame on the driver. Filling a pool costs
+    the same as for a bytearray (a copy of ``capacity`` bytes)."""
+
+    def __init__(self, count: int = 4, capacity: int = 1 << 16):
+        self.capacity = capacity
+        self.handles = [SharedPoolHandle(capacity) for _ in range(count)]

@@ -44,6 +44,7 @@ from driver.hal.types import (
 )
 from driver.validation import validate_model
 from fuzz import harness
+from fuzz.fixtures import SharedPools
 from fuzz.harness import ContractViolation, check_execution, check_status
 
 MAX_LEN = 16384
@@ -51,7 +52,7 @@ TOKEN_SIZE = compilation_cache.TOKEN_SIZE
 FORGED = 0x10
 DEADLINE_PASSED = 0x20
 
-_POOLS = harness.HarnessPools(count=2)
+_POOLS = SharedPools(count=2)
 _RESTORE_OUTCOMES = frozenset(
     {
         ErrorStatus.NONE,

@@ -46,6 +46,7 @@ from driver.hal.types import (
 from driver.operations.base import array_to_bytes
 from driver.validation import validate_model
 from fuzz import harness
+from fuzz.fixtures import SharedPools
 from fuzz.harness import ContractViolation, check_execution, check_status
 from fuzz.mutators import (
     INTERESTING_F32,
@@ -84,7 +85,7 @@ MUTATIONS = (
     "argument_length",
 )
 
-_POOLS = harness.HarnessPools(count=2)
+_POOLS = SharedPools(count=2)
 _GENERATED_OUTCOMES = (
     ErrorStatus.NONE,
     ErrorStatus.OUTPUT_INSUFFICIENT_SIZE,  # an output of unknown size outgrew its 4 KiB

@@ -40,6 +40,7 @@ from driver.hal.types import (
 )
 from driver.memory import SUPPORTED_MEMORY_NAMES
 from fuzz import harness
+from fuzz.fixtures import SharedPools
 from fuzz.harness import ContractViolation, check_execution, check_status
 from fuzz.targets.request import prepared_fixtures
 from randomgraph.choices import ByteSource, ChoiceSource
@@ -51,7 +52,7 @@ LOOP_TIMEOUT_NS = 2_000_000
 STEPS = ("allocate", "copy_from", "copy_to", "execute", "free")
 FREQUENCIES = (1.0, 0.5, 1e-6, 0.0, -1.0, 1.5, float("nan"))
 
-_POOLS = harness.HarnessPools(count=3)
+_POOLS = SharedPools(count=3)
 _COPY_OUTCOMES = frozenset(
     {ErrorStatus.NONE, ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE}
 )

@@ -30,6 +30,7 @@ from driver.memory import SUPPORTED_MEMORY_NAMES
 from driver.operations import declaration
 from driver.validation import validate_model
 from fuzz import harness
+from fuzz.fixtures import SharedPools
 from fuzz.harness import ContractViolation, check_status
 from fuzz.mutators import mutate_model_bytes
 
@@ -38,7 +39,7 @@ MINIMUM_VERSION_SHARE = 4
 """The minimum-version check (one or two more validations) runs on one valid input in
 this many, picked by a hash of the input so that a finding reproduces."""
 
-_POOLS = harness.HarnessPools()
+_POOLS = SharedPools()
 _NONE = frozenset({ErrorStatus.NONE})
 _INVALID = frozenset({ErrorStatus.INVALID_ARGUMENT})
 _CANNOT_PREPARE = frozenset(

@@ -36,13 +36,14 @@ from driver.hal.device import EXECUTION_PATH_SINCE
 from driver.hal.types import NO_TIMING, ErrorStatus, HalError, HalVersion, Model
 from driver.validation import validate_request
 from fuzz import harness
+from fuzz.fixtures import SharedPools
 from fuzz.harness import ContractViolation, check_execution, check_status
 from fuzz.mutators import mutate_request_bytes
 
 MAX_LEN = 4096
 LOOP_TIMEOUT_NS = 2_000_000
 PATHS = ("sync", "async", "burst", "fenced")
-_POOLS = harness.HarnessPools()
+_POOLS = SharedPools()
 _PREPARED: dict[str, list[tuple[Model, object | None]]] = {}
 
 
