@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import signal
 import stat
 import sys
 import threading
@@ -40,6 +41,50 @@ L = OperandLifeTime
 _LOCK = threading.Lock()  # the DSL keeps per-load state in a module global
 
 SPEC_SUFFIX = ".mod.py"
+
+
+class _SigintWatch:
+    """Notes whether a real SIGINT (Ctrl-C) arrived while a spec ran, so that a
+    KeyboardInterrupt the spec's own code raised is that spec's error, while a real
+    Ctrl-C still stops the caller. Active only in the main thread and when SIGINT has a
+    Python handler (which it then calls, so the interrupt behaves as before)."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self.active = False
+        self._old = None
+
+    def _handler(self, signum, frame) -> None:
+        self.received = True
+        self._old(signum, frame)
+
+    def __enter__(self) -> _SigintWatch:
+        if threading.current_thread() is threading.main_thread():
+            old = signal.getsignal(signal.SIGINT)
+            if callable(old):
+                self._old = old
+                signal.signal(signal.SIGINT, self._handler)
+                self.active = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            signal.signal(signal.SIGINT, self._old)
+
+    def real_interrupt(self) -> bool:
+        """A KeyboardInterrupt now is a Ctrl-C (or cannot be told from one)."""
+        return self.received or not self.active
+
+
+_WATCH = _SigintWatch()  # the one of the load in progress (loads hold _LOCK)
+
+
+def _spec_interrupt(e: KeyboardInterrupt, path: str, line: int | None = None) -> SpecError:
+    """A KeyboardInterrupt the spec's code raised: the spec's error. A real Ctrl-C is
+    re-raised."""
+    if _WATCH.real_interrupt():
+        raise e
+    return SpecError("the spec raised KeyboardInterrupt", path, _spec_line(e, path) or line)
 
 
 def spec_name_of(path: Path) -> str:
@@ -105,7 +150,9 @@ def load_spec(
     path = Path(path)
     text = source if source is not None else _read_spec_text(path)
     c = SpecContext(str(path), spec_name_of(path), version or version_of(path))
-    with _LOCK:
+    global _WATCH
+    with _LOCK, _SigintWatch() as watch:
+        _WATCH = watch
         dsl.set_context(c)
         try:
             _execute(text, c)
@@ -155,8 +202,10 @@ def _execute(text: str, c: SpecContext) -> None:
     namespace.update({"__name__": "__spec__", "__file__": c.path})
     try:
         exec(code, namespace)
-    except (SpecError, KeyboardInterrupt):
+    except SpecError:
         raise
+    except KeyboardInterrupt as e:
+        raise _spec_interrupt(e, c.path) from None
     except BaseException as e:  # SystemExit too: a spec must not end nnfuzz silently
         raise SpecError(_described(e), c.path, _spec_line(e, c.path)) from None
 
@@ -226,8 +275,8 @@ def _expand_all(c: SpecContext) -> list[TestModel]:
         for ex in examples:
             tests.extend(_expand_example(c, ex))
         return tests
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt as e:
+        raise _spec_interrupt(e, c.path, ex.line if ex is not None else None) from None
     except SpecError as e:
         if e.line is not None or ex is None:
             raise
@@ -506,10 +555,14 @@ def _int_range(otype: OperandType) -> tuple[int, int]:
 
 
 def load_specs(paths: Iterable[str | Path]) -> Iterator[tuple[Path, list[TestModel] | SpecError]]:
-    """Each spec file with its test models, or the error that stopped it."""
+    """Each spec file with its test models, or the error that stopped it (also for a
+    spec that defines no test: an empty file adds nothing and must not pass unnoticed)."""
     for p in find_specs(paths):
         try:
-            yield p, load_spec(p)
+            tests = load_spec(p)
+            if not tests:
+                raise SpecError("the spec defines no tests (no Example)", str(p))
+            yield p, tests
         except SpecError as e:
             yield p, e
         except Exception as e:  # a loader bug must not cost the other specs their run
