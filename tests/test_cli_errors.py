@@ -231,15 +231,15 @@ def test_bad_command_line_is_a_usage_error_naming_the_problem(files, capsys, arg
     assert not list(Path.cwd().glob("nnfuzz-random-*")), "a rejected campaign left a directory"
 
 
-@pytest.mark.parametrize(
-    "argv", [["empty.mod.py"], [str(CORPUS_SPEC), "-k", "zzz"]], ids=["empty", "no match"]
-)
-def test_specs_run_warns_when_no_test_model_is_found(files, capsys, argv):
-    # Exit 0 iff nothing failed is the stable contract; the warning says why nothing ran.
-    assert exit_status(["specs", "run", *argv]) == 0
-    out, err = capsys.readouterr()
-    assert "nnfuzz: warning: no test model in" in err
-    assert out.splitlines()[-1] == "0 passed, 0 failed, 0 skipped"
+def test_specs_run_reports_when_no_test_model_is_found(files, capsys):
+    # A spec without a test is that spec's error (a failed test); a -k that matches
+    # nothing is a usage error, as replay's (tests/test_specs_cli.py has the table).
+    assert exit_status(["specs", "run", "empty.mod.py"]) == 1
+    out = capsys.readouterr().out
+    assert "empty.mod.py: the spec defines no tests (no Example)" in out
+    assert out.splitlines()[-1] == "0 passed, 1 failed, 0 skipped"
+    assert exit_status(["specs", "run", str(CORPUS_SPEC), "-k", "zzz"]) == 2
+    assert "no test model in" in capsys.readouterr().err
 
 
 def test_specs_run_counts_an_unreadable_spec_as_a_failed_test(files, capsys):
@@ -539,6 +539,6 @@ def test_specs_run_json_dash_is_standard_output(files, capsys):
     # '-' wrote a file named '-'.
     argv = ["specs", "run", str(CORPUS_SPEC), "--no-dynamic", "--json", "-"]
     assert exit_status(argv) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[-1] == "4 passed, 0 failed, 0 skipped" and not Path("-").exists()
-    assert [r["outcome"] for r in json.loads("\n".join(out[:-1]))] == ["passed"] * 4
+    out, err = capsys.readouterr()
+    assert err.splitlines()[-1] == "4 passed, 0 failed, 0 skipped" and not Path("-").exists()
+    assert [r["outcome"] for r in json.loads(out)] == ["passed"] * 4  # the JSON alone

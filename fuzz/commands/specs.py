@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -72,9 +73,12 @@ def register(sub) -> None:
         help="expand specs and check every test model on a driver",
         description="Expand every spec (all variations) and check each test model on the "
         "driver with the generated-test criteria. Also runs each test with unspecified "
-        "output dims on HAL 1.2+ drivers, as Android does. Exit status 0 iff nothing failed "
-        "(with a warning when no test model was found); the last line is "
-        "'N passed, N failed, N skipped'.",
+        "output dims on HAL 1.2+ drivers, as Android does. A spec that cannot be loaded or "
+        "defines no test (no Example) counts as a failed test. Exit status 0 iff nothing "
+        "failed, 1 if a test failed, 2 for a path that does not exist or when no test model "
+        "is found (matching -k), as replay; 130 when interrupted. The last line is "
+        "'N passed, N failed, N skipped'; with --json - standard output is the JSON "
+        "document alone and the other lines go to standard error.",
     )
     run.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     add_driver_option(run)
@@ -99,8 +103,12 @@ def register(sub) -> None:
         help="write the expanded test models as JSON",
         description="Write every expanded test model in the JSON layout of Android's "
         "expanded CTS test models: {spec path: [test model, ...]}. Spec files are trusted "
-        "Python programs: they are executed. Exit status 2 when a spec cannot be loaded "
-        "(the specs that loaded are still written).",
+        "Python programs: they are executed. Exit status 2 when a spec cannot be loaded or "
+        "defines no test (no Example) (the specs that loaded are still written), when a "
+        "path does not exist, or when no test model is found (matching -k; nothing is "
+        "written), as replay; 130 when interrupted (what was expanded is written). With "
+        "--json - standard output is the JSON document alone; the summary goes to standard "
+        "error.",
     )
     exp.add_argument("paths", nargs="+", metavar="PATH")
     exp.add_argument(
@@ -136,19 +144,36 @@ def register(sub) -> None:
     rep.set_defaults(func=cmd_replay)
 
 
+def _check_paths(paths: list[str], command: str) -> None:
+    """A path that does not exist is a usage error (exit 2), as for ``fuzz --regress``,
+    not a failed test."""
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise usage_error(f"nnfuzz {command}: no such file or directory: {', '.join(missing)}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _check_paths(args.paths, "specs run")
     device = open_session(args.driver, args.timeout)
     progress = Progress("specs", stream=sys.stderr)
+    # With the JSON on standard output, everything else goes to standard error.
+    json_stdout = args.json_file == "-"
+    text = sys.stderr if json_stdout else sys.stdout
+
+    def say(line: str) -> None:
+        if json_stdout:
+            progress.close()  # clears the status line; the next advance redraws it
+            print(line, file=sys.stderr, flush=True)
+        else:
+            progress.print(line)
 
     def on_result(r):
         progress.advance(r.outcome)
         if r.outcome == FAIL:
-            progress.print(
-                f"FAILED {r.display_name}: {r.reason}" + (f"  [{r.source}]" if r.source else "")
-            )
+            say(f"FAILED {r.display_name}: {r.reason}" + (f"  [{r.source}]" if r.source else ""))
         elif args.verbose:
             extra = f": {r.reason}" if r.reason else ""
-            progress.print(f"{r.outcome.upper()} {r.display_name}{extra}")
+            say(f"{r.outcome.upper()} {r.display_name}{extra}")
 
     summary = RunSummary()
     interrupted = False
@@ -164,47 +189,64 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         interrupted = True  # report (and write) what finished
     progress.close()
+    if not summary.results and not interrupted:
+        # Nothing ran: a wrong path or -k must not pass as a green run (as replay).
+        print(f"nnfuzz: {_no_tests(' '.join(args.paths), args.pattern)}", file=sys.stderr)
+        return 2
     skipped = [r for r in summary.results if r.outcome == SKIP]
     if skipped and not args.verbose:
         reasons: dict[str, int] = {}
         for r in skipped:
             reasons[r.reason] = reasons.get(r.reason, 0) + 1
         for reason, n in sorted(reasons.items()):
-            print(f"skipped {n}: {reason}")
-    if args.json_file == "-":
-        print(json.dumps([r.to_json() for r in summary.results], indent=1))  # before the last line
+            print(f"skipped {n}: {reason}", file=text)
+    results = json.dumps([r.to_json() for r in summary.results], indent=1)
+    if json_stdout:
+        print(results, flush=True)
     elif args.json_file:
-        write_output(args.json_file, json.dumps([r.to_json() for r in summary.results], indent=1))
-    if not summary.results and not interrupted:
-        # Exit 0 stays "nothing failed" (a stable contract), so say it loudly.
-        print(f"nnfuzz: warning: {_no_tests(' '.join(args.paths), args.pattern)}", file=sys.stderr)
+        write_output(args.json_file, results)
     if interrupted:
         print("interrupted: the counts below are the tests that finished", file=sys.stderr)
-    print(summary.line)
+    print(summary.line, file=text)
     return 1 if summary.count(FAIL) else (130 if interrupted else 0)
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
+    _check_paths(args.paths, "specs expand")
     out: dict[str, list] = {}
     failed = 0
-    for path, loaded in load_specs(args.paths):
-        if isinstance(loaded, SpecError):
-            print(f"nnfuzz: {loaded}", file=sys.stderr)
-            failed += 1
-            continue
-        out[str(path)] = [t.to_json() for t in loaded if matches(t.name, args.pattern)]
-    if failed and not out:
+    interrupted = False
+    try:
+        for path, loaded in load_specs(args.paths):
+            if isinstance(loaded, SpecError):
+                print(f"nnfuzz: {loaded}", file=sys.stderr)
+                failed += 1
+                continue
+            out[str(path)] = [t.to_json() for t in loaded if matches(t.name, args.pattern)]
+    except KeyboardInterrupt:
+        interrupted = True  # write (and count) what was expanded
+    n_tests = sum(len(v) for v in out.values())
+    if not n_tests:
+        if interrupted:
+            print("interrupted: nothing was expanded", file=sys.stderr)
+            return 130
+        if not failed:
+            # Nothing to write, as replay's "no test model": exit 2, no empty JSON.
+            print(f"nnfuzz: {_no_tests(' '.join(args.paths), args.pattern)}", file=sys.stderr)
         return 2  # nothing to write: no empty JSON that looks like a result
     text = json.dumps(out, indent=1)
     if args.json_file == "-":
-        print(text)
+        print(text, flush=True)
     else:
         write_output(args.json_file, text)
-        print(
-            f"{sum(len(v) for v in out.values())} test models from {len(out)} spec files -> "
-            f"{args.json_file}" + (f" ({failed} spec files could not be loaded)" if failed else "")
-        )
-    return 2 if failed else 0
+    if interrupted:
+        print("interrupted: the count below is what was expanded", file=sys.stderr)
+    print(
+        f"{n_tests} test models from {len(out)} spec files -> {args.json_file}"
+        + (f" ({failed} spec files could not be loaded)" if failed else ""),
+        file=sys.stderr if args.json_file == "-" else sys.stdout,
+    )
+    return 130 if interrupted else (2 if failed else 0)
 
 
 def _fmt(values: np.ndarray, n: int) -> str:
