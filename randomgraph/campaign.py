@@ -1394,10 +1394,12 @@ LOCK = ".lock"
 
 
 @contextlib.contextmanager
-def campaign_lock(out: Path) -> Iterator[None]:
+def campaign_lock(out: Path, option: str = "--out") -> Iterator[None]:
     """Hold ``out/.lock`` while a campaign runs there: two at once numbered their failures
     over each other's in one journal. An flock, which the kernel drops when the process
-    dies, so even a ``kill -9`` leaves no stale lock; the file holds the holder's pid."""
+    dies, so even a ``kill -9`` leaves no stale lock; the file holds the holder's pid.
+    ``option`` names the command's option for the directory in the refusal (``nnfuzz
+    fuzz`` locks its ``--work`` directory the same way)."""
     import fcntl
 
     out.mkdir(parents=True, exist_ok=True)
@@ -1411,7 +1413,7 @@ def campaign_lock(out: Path) -> Iterator[None]:
             pid = f" (pid {holder})" if holder.isdigit() else ""
             raise CampaignError(
                 f"{out} is in use by another campaign{pid}: wait for it to end, or use "
-                "another --out"
+                f"another {option}"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
