@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 PROJECT_PACKAGES = ("driver", "randomgraph", "fuzz")
@@ -54,6 +54,7 @@ class Outcome:
     message: str = ""
     frames: tuple[str, ...] = ()
     trace: str = ""
+    note: str = ""  # e.g. the input was longer than the target reads
 
     @property
     def failed(self) -> bool:
@@ -76,8 +77,30 @@ def normalize_message(message: str) -> str:
     return re.sub(r"\d+", "N", text)[:120]
 
 
+TARGET_MODULES: dict[str, str] = {}
+"""File -> module name of a target module of one's own (:func:`count_as_project`): its
+frames are project frames, or every bug in it had the signature "(no project frame)"."""
+
+
+def count_as_project(target: str) -> None:
+    """Let the frames of ``target``'s module count in signatures when it is a module of
+    one's own (the registered targets are in the project already)."""
+    from fuzz.targets import TARGETS, load
+
+    if target in TARGETS:
+        return
+    filename = getattr(load(target), "__file__", None)
+    if filename:
+        TARGET_MODULES[str(Path(filename).resolve())] = target
+
+
 def _module_of(filename: str) -> str | None:
-    """``driver.validation`` for ``.../driver/validation.py`` when inside the project."""
+    """``driver.validation`` for ``.../driver/validation.py`` when inside the project (or
+    the module name of a target of one's own, :data:`TARGET_MODULES`)."""
+    if TARGET_MODULES:
+        own = TARGET_MODULES.get(str(Path(filename).resolve()))
+        if own is not None:
+            return own
     try:
         rel = Path(filename).resolve().relative_to(ROOT)
     except ValueError:
@@ -132,17 +155,35 @@ def _watch_rss(limit_mb: int) -> None:
             os._exit(3)
 
 
-def _worker(target: str, paths: Sequence[str], timeout: float, rss_limit_mb: int) -> int:
+def read_input(path: str | Path, max_len: int) -> tuple[bytes, str]:
+    """At most ``max_len`` bytes of the file (libFuzzer never passes a target more), and a
+    note if it had more: a huge file is not read whole."""
+    with open(path, "rb") as f:
+        data = f.read(max_len + 1)
+    if len(data) > max_len:
+        return data[:max_len], f"longer than {max_len} bytes: replayed its first {max_len}"
+    return data, ""
+
+
+def _worker(
+    target: str,
+    paths: Sequence[str],
+    timeout: float,
+    rss_limit_mb: int,
+    max_len: int | None = None,
+) -> int:
     import warnings
 
     from fuzz.targets import load
 
     warnings.simplefilter("ignore")
     module = load(target)
+    count_as_project(target)
+    limit = max_len or getattr(module, "MAX_LEN", 4096)
     if rss_limit_mb > 0:
         threading.Thread(target=_watch_rss, args=(rss_limit_mb,), daemon=True).start()
     for path in paths:
-        data = Path(path).read_bytes()
+        data, note = read_input(path, limit)
         print(_RUNNING + path, flush=True)
         if timeout > 0:
             faulthandler.dump_traceback_later(timeout, exit=True)
@@ -157,9 +198,10 @@ def _worker(target: str, paths: Sequence[str], timeout: float, rss_limit_mb: int
                 str(e)[:500],
                 project_frames((f.filename, f.name) for f in tb),
                 "".join(traceback.format_exception(e))[-4000:],
+                note,
             )
         else:
-            outcome = Outcome(path, "ok")
+            outcome = Outcome(path, "ok", note=note)
         finally:
             if timeout > 0:
                 faulthandler.cancel_dump_traceback_later()
@@ -174,11 +216,35 @@ def replay(
     timeout: float = 5.0,
     rss_limit_mb: int = 2048,
     env: dict[str, str] | None = None,
+    max_len: int | None = None,
 ) -> list[Outcome]:
     """Replay ``paths`` on ``target`` in worker processes; one outcome per path (absolute:
     the workers run in the project root, not in the caller's directory)."""
+    outcomes = list(
+        replay_iter(
+            target, paths, timeout=timeout, rss_limit_mb=rss_limit_mb, env=env, max_len=max_len
+        )
+    )
+    order = {str(Path(p).resolve()): k for k, p in enumerate(paths)}
+    return sorted(outcomes, key=lambda o: order.get(o.path, 0))
+
+
+def replay_iter(
+    target: str,
+    paths: Sequence[str | Path],
+    *,
+    timeout: float = 5.0,
+    rss_limit_mb: int = 2048,
+    env: dict[str, str] | None = None,
+    max_len: int | None = None,
+) -> Iterator[Outcome]:
+    """The outcomes of :func:`replay` as each worker run ends (in no particular order), so
+    that a caller interrupted midway keeps what finished. The paths go to the worker on
+    its standard input: any number of them (30,000 on its command line exceeded the
+    system's argument size)."""
     pending = [str(Path(p).resolve()) for p in paths]
-    outcomes: list[Outcome] = []
+    if pending:
+        count_as_project(target)  # for the stacks of hangs read here
     while pending:
         cmd = [
             sys.executable,
@@ -188,12 +254,16 @@ def replay(
             target,
             f"--timeout={timeout}",
             f"--rss-limit-mb={rss_limit_mb}",
-            *pending,
+            "--stdin",
         ]
+        if max_len:
+            cmd.append(f"--max-len={max_len}")
         proc = subprocess.run(
             cmd,
+            input="\0".join(pending),
             capture_output=True,
             text=True,
+            errors="replace",
             env={**os.environ, **(env or {})},
             cwd=ROOT,
         )
@@ -205,7 +275,7 @@ def replay(
             elif line.startswith(_RESULT):
                 record = json.loads(line[len(_RESULT) :])
                 o = Outcome(**{**record, "frames": tuple(record["frames"])})
-                outcomes.append(o)
+                yield o
                 done.add(o.path)
                 running = None
         if running is None:
@@ -219,20 +289,16 @@ def replay(
         kind = "oom" if "NNFUZZ-OOM" in proc.stderr else "timeout"
         if "Timeout (" not in proc.stderr and kind != "oom":
             kind = "crash"  # killed by a signal (a segfault in an extension, say)
-        outcomes.append(
-            Outcome(
-                running,
-                kind,
-                "" if kind != "crash" else f"exit status {proc.returncode}",
-                "",
-                frames_from_dump(proc.stderr),
-                proc.stderr[-4000:],
-            )
+        yield Outcome(
+            running,
+            kind,
+            "" if kind != "crash" else f"exit status {proc.returncode}",
+            "",
+            frames_from_dump(proc.stderr),
+            proc.stderr[-4000:],
         )
         done.add(running)
         pending = [p for p in pending if p not in done]
-    order = {str(p): k for k, p in enumerate(paths)}
-    return sorted(outcomes, key=lambda o: order.get(o.path, 0))
 
 
 def input_files(locations: Iterable[str | Path]) -> list[Path]:
@@ -268,17 +334,36 @@ class Stored:
     minimized_from: int | None = None
 
 
+_WARNED: set[str] = set()
+
+
+def _warn_once(meta: Path, why: str) -> None:
+    key = f"{meta}: {why}"
+    if key not in _WARNED:
+        _WARNED.add(key)
+        print(f"nnfuzz fuzz: warning: skipping record {meta}: {why}", file=sys.stderr)
+
+
 def known_signatures(store: Path) -> dict[str, Path]:
-    """Signature -> reproducer of every record in ``store``."""
+    """Signature -> reproducer of every record in ``store``. A damaged record (not a JSON
+    object with a signature, or whose reproducer is gone) is skipped with a warning, so a
+    finding with its signature is stored anew rather than reported as known."""
     known: dict[str, Path] = {}
     for meta in sorted(store.glob("*.json")):
         try:
             record = json.loads(meta.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError) as e:
+            _warn_once(meta, f"not readable as JSON ({e})")
             continue
-        sig = record.get("signature")
-        if isinstance(sig, str):
-            known[sig] = meta.with_suffix("")
+        sig = record.get("signature") if isinstance(record, dict) else None
+        if not isinstance(sig, str):
+            _warn_once(meta, "not a record (no signature)")
+            continue
+        reproducer = meta.with_suffix("")
+        if not reproducer.is_file():
+            _warn_once(meta, f"its reproducer {reproducer.name} is missing")
+            continue
+        known[sig] = reproducer
     return known
 
 
@@ -315,12 +400,21 @@ def main(argv: list[str] | None = None) -> int:
         "replay", help="replay files (directories: every input in them), one JSON line each"
     )
     r.add_argument("target")
-    r.add_argument("paths", nargs="+")
+    r.add_argument("paths", nargs="*")
     r.add_argument("--timeout", type=float, default=5.0)
     r.add_argument("--rss-limit-mb", type=int, default=2048)
+    r.add_argument("--max-len", type=int, help="bytes of an input to read (default MAX_LEN)")
+    r.add_argument(
+        "--stdin", action="store_true", help="also read NUL-separated paths from standard input"
+    )
     args = p.parse_args(argv)
-    paths = [str(p) for p in input_files(args.paths)]
-    return _worker(args.target, paths, args.timeout, args.rss_limit_mb)
+    named = list(args.paths)
+    if args.stdin:
+        named += [q for q in sys.stdin.read().split("\0") if q]
+    if not named:
+        p.error("name files or directories to replay (or use --stdin)")
+    paths = [str(p) for p in input_files(named)]
+    return _worker(args.target, paths, args.timeout, args.rss_limit_mb, args.max_len)
 
 
 if __name__ == "__main__":
