@@ -26,6 +26,8 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +41,16 @@ CORPUS = ROOT / "corpus"
 DICTIONARY = Path(__file__).resolve().parent / "nnapi.dict"
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
 
+
+WATCHDOG_GRACE = 120.0
+"""Seconds past ``--time`` (plus twice the per-input timeout) after which a libFuzzer
+child that has not ended is killed: a child that failed inside ``atheris.Fuzz()`` used to
+hang the campaign forever."""
+
+TRIAGED = ".triaged"
+"""``<work>/artifacts/.triaged``: names of the artifacts already triaged (stored, known or
+not reproduced). The next run deletes only those; any other artifact (a run interrupted
+before triage ended) is triaged again, never lost."""
 
 MAX_INPUT_LEN = 1 << 20
 """Largest ``--max-len``: 64 times the largest target's MAX_LEN. libFuzzer sizes its
@@ -155,6 +167,8 @@ class CampaignResult:
     unreproduced: list[Path]
     log: Path
     interrupted: bool = False  # stopped by Ctrl-C, SIGTERM or SIGHUP before its time
+    untriaged: list[Path] = dataclasses.field(default_factory=list)  # interrupted triage
+    killed: bool = False  # did not end after its time: the watchdog killed it
 
     @property
     def found(self) -> bool:
@@ -213,13 +227,24 @@ def libfuzzer_args(cfg: CampaignConfig, artifacts: Path, corpus: Path) -> list[s
     return [*args, str(corpus), *(str(d) for d in cfg.seeds)]
 
 
+def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # it may have ended
+        os.killpg(pid, sig)
+
+
 def _run_logged(
-    cmd: list[str], env: dict[str, str], log: Path, on_line: Callable[[str], None]
-) -> tuple[int, bool]:
+    cmd: list[str],
+    env: dict[str, str],
+    log: Path,
+    on_line: Callable[[str], None],
+    deadline: float | None = None,
+) -> tuple[int, bool, bool]:
     """Run ``cmd`` (its own process group), teeing its output to ``log``: (exit status,
-    whether it was interrupted). Ctrl-C, SIGTERM or SIGHUP (a KeyboardInterrupt, see
-    :mod:`randomgraph.stopping`) stops libFuzzer cleanly: it still prints its final stats
-    and exits, and the caller gets to keep what it found."""
+    whether it was interrupted, whether the watchdog killed it). Ctrl-C, SIGTERM or
+    SIGHUP (a KeyboardInterrupt, see :mod:`randomgraph.stopping`) stops libFuzzer
+    cleanly: it still prints its final stats and exits, and the caller gets to keep what
+    it found. A child still running ``deadline`` seconds after it started is killed (its
+    whole process group): a campaign always ends."""
     with open(log, "a") as out:
         out.write(f"$ {shlex.join(cmd)}\n")
         out.flush()
@@ -235,6 +260,19 @@ def _run_logged(
         )
         assert proc.stdout is not None
         interrupted = False
+        killed = threading.Event()
+
+        def watchdog() -> None:
+            killed.set()
+            _kill_group(proc.pid, signal.SIGTERM)
+            time.sleep(5)
+            _kill_group(proc.pid, signal.SIGKILL)
+
+        timer = None
+        if deadline is not None:
+            timer = threading.Timer(deadline, watchdog)
+            timer.daemon = True
+            timer.start()
         try:
             for line in proc.stdout:
                 out.write(line)
@@ -243,12 +281,17 @@ def _run_logged(
             interrupted = True
             # SIGTERM, not SIGINT: Python turns SIGINT into a KeyboardInterrupt in the
             # target, while libFuzzer's SIGTERM handler prints the final stats and exits.
-            with contextlib.suppress(ProcessLookupError):  # it may have just ended
-                os.killpg(proc.pid, signal.SIGTERM)
+            _kill_group(proc.pid, signal.SIGTERM)
             for line in proc.stdout:
                 out.write(line)
                 on_line(line.rstrip("\n"))  # the final stats still count
-        return proc.wait(), interrupted
+        finally:
+            code = proc.wait()
+            if timer is not None:
+                timer.cancel()
+        if killed.is_set():
+            out.write(f"[nnfuzz] killed: still running {deadline:.0f}s after it started\n")
+        return code, interrupted, killed.is_set()
 
 
 def collect_artifacts(directory: Path) -> list[Path]:
@@ -263,7 +306,8 @@ def minimize(
     """libFuzzer's ``-minimize_crash`` on ``path`` into ``out``, for at most
     ``cfg.minimize_seconds`` of wall-clock time (libFuzzer's own loop re-runs the target
     until nothing smaller crashes, which can take long). None if nothing smaller came
-    out."""
+    out. Interrupted, it kills the minimizer (its own process group, so Ctrl-C does not
+    reach it) before the KeyboardInterrupt goes on."""
     budget = max(1, cfg.minimize_seconds)
     cmd = [
         str(launcher),
@@ -285,11 +329,23 @@ def minimize(
     try:
         proc.wait(timeout=budget)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill_group(proc.pid)
         proc.wait()
+    except BaseException:  # Ctrl-C, SIGTERM: no orphaned minimizer
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
     if out.is_file() and 0 < out.stat().st_size < path.stat().st_size:
         return out
     return None
+
+
+@dataclasses.dataclass
+class Triage:
+    stored: list[triage.Stored] = dataclasses.field(default_factory=list)
+    unreproduced: list[Path] = dataclasses.field(default_factory=list)
+    done: list[Path] = dataclasses.field(default_factory=list)  # triaged artifacts
+    interrupted: bool = False
 
 
 def triage_artifacts(
@@ -298,40 +354,48 @@ def triage_artifacts(
     launcher: Path,
     env: dict[str, str],
     say: Callable[[str], None],
-) -> tuple[list[triage.Stored], list[Path]]:
-    """Replay, group by signature, minimize and store one reproducer per signature."""
+) -> Triage:
+    """Replay, group by signature, minimize and store one reproducer per signature.
+    Interrupted while minimizing, the input is stored as found, and so is every other
+    replayed one; interrupted while replaying, nothing is triaged (the artifacts stay
+    for the next run). Either way it returns what it has, with ``interrupted`` set."""
+    result = Triage()
     if not artifacts:
-        return [], []
+        return result
     extra_env = {k: env[k] for k in (DRIVER_ENV,) if k in env}
-    outcomes = triage.replay(
-        cfg.target, artifacts, timeout=cfg.timeout, rss_limit_mb=cfg.rss_limit_mb, env=extra_env
-    )
-    stored: list[triage.Stored] = []
-    unreproduced: list[Path] = []
+    limits = {"timeout": cfg.timeout, "rss_limit_mb": cfg.rss_limit_mb, "max_len": cfg.max_len}
+    try:
+        outcomes = triage.replay(cfg.target, artifacts, env=extra_env, **limits)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        return result
     seen: dict[str, triage.Stored] = {}
+    minimizing = cfg.minimize and cfg.minimize_seconds > 0
     for outcome in outcomes:
         path = Path(outcome.path)
         if not outcome.failed:
-            unreproduced.append(path)
+            result.unreproduced.append(path)
+            result.done.append(path)
             continue
         sig = outcome.signature()
         if sig in seen:
+            result.done.append(path)
             continue
         data = path.read_bytes()
         original = len(data)
-        if cfg.minimize and sig not in triage.known_signatures(cfg.crashes):
+        if minimizing and sig not in triage.known_signatures(cfg.crashes):
             say(f"minimizing {path.name} ({original} bytes) ...")
-            small = minimize(cfg, launcher, env, path, path.with_name(path.name + ".min"))
-            if small is not None:
-                (check,) = triage.replay(
-                    cfg.target,
-                    [small],
-                    timeout=cfg.timeout,
-                    rss_limit_mb=cfg.rss_limit_mb,
-                    env=extra_env,
-                )
-                if check.signature() == sig:
-                    data = small.read_bytes()
+            try:
+                small = minimize(cfg, launcher, env, path, path.with_name(path.name + ".min"))
+                if small is not None:
+                    (check,) = triage.replay(cfg.target, [small], env=extra_env, **limits)
+                    if check.signature() == sig:
+                        data = small.read_bytes()
+            except KeyboardInterrupt:
+                # Keep the finding as found; store the rest without minimizing.
+                result.interrupted = True
+                minimizing = False
+                say("interrupted: storing the reproducers as found")
         kept = triage.store(
             outcome,
             data,
@@ -341,8 +405,23 @@ def triage_artifacts(
             driver=cfg.driver or "reference",
         )
         seen[sig] = kept
-        stored.append(kept)
-    return stored, unreproduced
+        result.stored.append(kept)
+        result.done.append(path)
+    return result
+
+
+def _clear_triaged(artifacts: Path) -> None:
+    """Delete the artifacts an earlier run triaged; keep any other (see :data:`TRIAGED`)."""
+    marker = artifacts / TRIAGED
+    try:
+        done = set(marker.read_text().split("\n"))
+    except OSError:
+        done = set()
+    for old in collect_artifacts(artifacts):
+        if old.name in done or old.name.endswith(".min"):
+            old.unlink()
+    with contextlib.suppress(FileNotFoundError):
+        marker.unlink()
 
 
 def run_campaign(
@@ -351,13 +430,30 @@ def run_campaign(
     say: Callable[[str], None] = print,
     progress: Callable[[str], None] | None = None,
 ) -> CampaignResult:
+    """Run a campaign in ``cfg.work``, which it holds locked
+    (:func:`randomgraph.campaign.campaign_lock`: another campaign there raises
+    :class:`~randomgraph.campaign.CampaignError`)."""
+    from randomgraph.campaign import campaign_lock
+
+    (cfg.work / "corpus").mkdir(parents=True, exist_ok=True)  # an OSError names the path
+    with campaign_lock(cfg.work, "--work"):
+        return _run_campaign(cfg, say, progress)
+
+
+def _run_campaign(
+    cfg: CampaignConfig,
+    say: Callable[[str], None],
+    progress: Callable[[str], None] | None,
+) -> CampaignResult:
     work = cfg.work
     corpus = work / "corpus"
     artifacts = work / "artifacts"
     corpus.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
-    for old in collect_artifacts(artifacts):
-        old.unlink()
+    _clear_triaged(artifacts)
+    leftover = collect_artifacts(artifacts)
+    if leftover:
+        say(f"{len(leftover)} artifact(s) of an earlier run not triaged yet: triaging them too")
     launcher = write_launcher(cfg.target, work)
     env = environment(cfg, launcher)
     log = work / "fuzz.log"
@@ -378,7 +474,10 @@ def run_campaign(
         elif "Uncaught Python exception" in line or "ERROR: libFuzzer" in line:
             say(line.strip())
 
-    code, interrupted = _run_logged(cmd, env, log, on_line)
+    deadline = None
+    if cfg.seconds is not None:
+        deadline = cfg.seconds + 2 * cfg.timeout + WATCHDOG_GRACE
+    code, interrupted, killed = _run_logged(cmd, env, log, on_line, deadline)
     with open(log, "a") as out:
         out.write(
             f"[nnfuzz] libFuzzer exited with status {code}"
@@ -386,9 +485,29 @@ def run_campaign(
         )
     seconds = time.monotonic() - started
     found = collect_artifacts(artifacts)
-    stored, unreproduced = triage_artifacts(cfg, found, launcher, env, say)
+    found = [p for p in found if not p.name.endswith(".min")]
+    t = triage_artifacts(cfg, found, launcher, env, say)
+    with open(artifacts / TRIAGED, "a") as marker:
+        marker.writelines(f"{p.name}\n" for p in t.done)
+    done = set(t.done)
+    untriaged = [p for p in found if p not in done]
     stats.corpus = max(stats.corpus, sum(1 for p in corpus.iterdir() if p.is_file()))
-    return CampaignResult(stats, code, seconds, found, stored, unreproduced, log, interrupted)
+    return CampaignResult(
+        stats,
+        code,
+        seconds,
+        found,
+        t.stored,
+        t.unreproduced,
+        log,
+        interrupted or t.interrupted,
+        untriaged,
+        killed,
+    )
+
+
+class MergeError(Exception):
+    """libFuzzer's merge failed."""
 
 
 def merge(
@@ -402,25 +521,51 @@ def merge(
     work: Path | None = None,
 ) -> tuple[int, int]:
     """libFuzzer ``-merge=1``: add to ``into`` the inputs of ``sources`` that add
-    coverage. Returns (files before, files after)."""
+    coverage. Returns (files before, files after). Raises :class:`MergeError` (with the end
+    of libFuzzer's log) if libFuzzer fails: a failed merge passed as one that added
+    nothing."""
+    from randomgraph.campaign import campaign_lock
+
     work = work or default_work_dir(target)
-    launcher = write_launcher(target, work)
-    cfg = CampaignConfig(target, driver=env_driver)
-    env = environment(cfg, launcher)
-    into.mkdir(parents=True, exist_ok=True)
-    before = sum(1 for p in into.iterdir() if p.is_file())
-    cmd = [
-        str(launcher),
-        "-merge=1",
-        f"-rss_limit_mb={rss_limit_mb}",
-        f"-timeout={timeout}",
-        f"-merge_control_file={work / 'merge.control'}",
-        str(into),
-        *(str(s) for s in sources),
-    ]
-    _, interrupted = _run_logged(cmd, env, work / "merge.log", lambda line: None)
-    if interrupted:
-        # libFuzzer has stopped; the merge control file lets a rerun carry on.
-        raise KeyboardInterrupt
-    after = sum(1 for p in into.iterdir() if p.is_file())
-    return before, after
+    with campaign_lock(work, "--work"):
+        launcher = write_launcher(target, work)
+        cfg = CampaignConfig(target, driver=env_driver)
+        env = environment(cfg, launcher)
+        into.mkdir(parents=True, exist_ok=True)
+        before = sum(1 for p in into.iterdir() if p.is_file())
+        # A fresh control file every time: libFuzzer resumes from an existing one, so a
+        # stale one (an earlier merge of other sources) copied duplicates into ``into``.
+        fd, control = tempfile.mkstemp(prefix="merge-", suffix=".control", dir=work)
+        os.close(fd)
+        os.unlink(control)  # libFuzzer creates it; an empty one is not "fresh" to it
+        cmd = [
+            str(launcher),
+            "-merge=1",
+            f"-rss_limit_mb={rss_limit_mb}",
+            f"-timeout={timeout}",
+            f"-merge_control_file={control}",
+            # Absolute: libFuzzer runs in the project root, not in the caller's directory.
+            os.path.abspath(into),
+            *(os.path.abspath(s) for s in sources),
+        ]
+        try:
+            tail: list[str] = []
+
+            def keep(line: str) -> None:
+                tail.append(line)
+                del tail[:-12]
+
+            code, interrupted, _ = _run_logged(cmd, env, work / "merge.log", keep)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(control)
+        if interrupted:
+            raise KeyboardInterrupt
+        if code != 0:
+            lines = "\n".join(f"  {line}" for line in tail)
+            raise MergeError(
+                f"libFuzzer's merge failed (exit status {code}); the end of "
+                f"{work / 'merge.log'}:\n{lines}"
+            )
+        after = sum(1 for p in into.iterdir() if p.is_file())
+        return before, after

@@ -1,0 +1,379 @@
+"""``nnfuzz fuzz`` on bad input and in bad moments: a usage error is one line and exit
+status 2 before any fuzzing; an interrupted campaign or replay keeps what it found; a
+campaign always ends; merging adds only new coverage."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from fuzz import campaign as fuzz_campaign
+from fuzz import triage
+from fuzz.cli import main as nnfuzz
+
+# A target of one's own that crashes at once on inputs starting with "X" (seeded into the
+# working corpus, so libFuzzer finds it on its first pass) and raises ValueError from
+# two different functions of its own for "XA..." and "XB...".
+CRASHY = textwrap.dedent(
+    '''
+    """A target that crashes on inputs starting with X."""
+    MAX_LEN = 256
+
+
+    def first_bug(data):
+        raise ValueError("bad input")
+
+
+    def second_bug(data):
+        raise ValueError("bad input")
+
+
+    def test_one_input(data):
+        if data[:2] == b"XB":
+            second_bug(data)
+        if data[:1] == b"X":
+            first_bug(data)
+    '''
+)
+
+
+def exit_status(argv: list[str]) -> int:
+    try:
+        return nnfuzz(argv)
+    except SystemExit as e:  # argparse usage errors
+        return e.code
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """A working directory with target modules of one's own importable (here and in the
+    child processes) and fast atheris start-up."""
+    monkeypatch.chdir(tmp_path)
+    mods = tmp_path / "mods"
+    (mods / "mine").mkdir(parents=True)
+    (mods / "mine" / "__init__.py").write_text("")
+    (mods / "mine" / "crashy.py").write_text(CRASHY)
+    (mods / "mine" / "raising.py").write_text("raise RuntimeError('no device here')\n")
+    (mods / "mine" / "syntax.py").write_text("def test_one_input(data)\n")
+    (mods / "mine" / "exiting.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(mods))
+    path = os.pathsep.join(filter(None, [str(mods), os.environ.get("PYTHONPATH")]))
+    monkeypatch.setenv("PYTHONPATH", path)
+    monkeypatch.setenv("NNFUZZ_INSTRUMENT", "driver.wire")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # default --work here
+    Path("afile").write_text("not a directory\n")
+    Path("empty").mkdir()
+    os.mkfifo("fifo")
+    return tmp_path
+
+
+USAGE_ERRORS = [
+    # (command line, what stderr must say)
+    (["--seed", "99999999999999999999"], "--seed: must be <= 4294967295"),
+    (["--seed", "-1"], "--seed: must be >= 0"),
+    (["--libfuzzer=-seed=abc"], "-seed is set by nnfuzz: use --seed"),
+    (["--libfuzzer=notaflag"], "'notaflag' is not a libFuzzer flag"),
+    (["--libfuzzer=-max_total_time=2000"], "-max_total_time is set by nnfuzz: use --time"),
+    (["--libfuzzer=-artifact_prefix=/elsewhere/"], "-artifact_prefix is set by nnfuzz"),
+    (["--libfuzzer=-jobs=4"], "-jobs is set by nnfuzz: use --jobs"),
+    (["--libfuzzer=-timeout=9"], "-timeout is set by nnfuzz: use --timeout"),
+    (["--driver", "nosuchdriver"], "--driver: unknown driver 'nosuchdriver'"),
+    (["--driver", "nomod:make"], "--driver: cannot import driver module 'nomod'"),
+    (["--driver", ""], "--driver: an empty name names no driver"),
+    (["--work", ""], "--work: an empty path names no directory"),
+    (["--crash-dir", ""], "--crash-dir: an empty path names no directory"),
+    (["--crash-dir", "afile"], "--crash-dir: afile is not a directory"),
+    (["--regress", "fifo"], "--regress: not a regular file or directory: fifo"),
+    (["--regress", "empty", "--crash-dir", "nonexistent"], "no such directory"),
+    (["--regress", "empty", "--driver", "nosuchdriver"], "unknown driver 'nosuchdriver'"),
+]
+
+
+@pytest.mark.parametrize(("extra", "message"), USAGE_ERRORS)
+def test_bad_options_are_refused_before_fuzzing(here, capsys, extra, message):
+    started = time.monotonic()
+    assert exit_status(["fuzz", "model", "--time", "1", "--work", "w", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not Path("w").exists(), "a refused campaign started"
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("mine.raising", "cannot import target mine.raising: RuntimeError: no device here"),
+        ("mine.syntax", "cannot import target mine.syntax: SyntaxError"),
+        ("mine.exiting", "cannot import target mine.exiting: SystemExit: 3"),
+    ],
+)
+def test_a_target_that_fails_on_import_is_a_usage_error(here, capsys, target, message):
+    assert exit_status(["fuzz", target, "--time", "1"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_crash_dir_without_a_target_is_refused(here, capsys):
+    assert exit_status(["fuzz", "--regress", "empty", "--crash-dir", "empty"]) == 2
+    assert "--crash-dir needs a TARGET" in capsys.readouterr().err
+
+
+def test_the_libfuzzer_child_is_killed_when_it_outlives_its_time(tmp_path):
+    started = time.monotonic()
+    code, interrupted, killed = fuzz_campaign._run_logged(
+        [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"],
+        dict(os.environ),
+        tmp_path / "log",
+        lambda line: None,
+        deadline=1.0,
+    )
+    assert killed and not interrupted and code != 0
+    assert time.monotonic() - started < 15
+    assert "killed: still running" in (tmp_path / "log").read_text()
+
+
+def test_a_failing_libfuzzer_with_no_artifact_is_an_error(here, capsys, monkeypatch):
+    # libFuzzer exiting 1 with nothing found ("required directory does not exist", a bad
+    # flag it rejects) passed as "triage: nothing found", exit status 0.
+    monkeypatch.setattr(
+        fuzz_campaign, "libfuzzer_args", lambda cfg, artifacts, corpus: ["/no/such/dir"]
+    )
+    assert exit_status(["fuzz", "model", "--time", "2", "--work", str(here / "w")]) == 2
+    err = capsys.readouterr().err
+    assert "libFuzzer failed (exit status 1) without finding anything" in err
+    assert "/no/such/dir" in err  # the tail of its log
+
+
+def _crash_campaign(work: Path, crashes: Path, *extra: str) -> list[str]:
+    (work / "corpus").mkdir(parents=True, exist_ok=True)
+    (work / "corpus" / "crasher").write_bytes(b"X" + b"y" * 143)
+    argv = ["fuzz", "mine.crashy", "--time", "5", "--work", str(work)]
+    return [*argv, "--crash-dir", str(crashes), *extra]
+
+
+def test_a_relative_work_directory_works(here, capsys):
+    assert exit_status(_crash_campaign(Path("wrel"), Path("cr"), "--no-minimize")) == 1
+    out = capsys.readouterr().out
+    assert "NEW   crash   ValueError" in out
+    assert len(list(Path("cr").glob("crash-*.json"))) == 1
+
+
+class _InterruptedMinimizer(subprocess.Popen):
+    """The minimizer's wait is where Ctrl-C arrives (it runs in its own session)."""
+
+    pids: ClassVar[list[int]] = []
+
+    def wait(self, timeout=None):
+        if timeout is not None:  # the minimizer's wait; libFuzzer's own has none
+            _InterruptedMinimizer.pids.append(self.pid)
+            time.sleep(1)
+            raise KeyboardInterrupt
+        return super().wait(timeout)
+
+
+def test_interrupted_minimization_stores_the_crash_and_kills_the_minimizer(
+    here, capsys, monkeypatch
+):
+    class Subprocess:
+        Popen = _InterruptedMinimizer
+        DEVNULL = subprocess.DEVNULL
+        PIPE = subprocess.PIPE
+        STDOUT = subprocess.STDOUT
+        TimeoutExpired = subprocess.TimeoutExpired
+
+    monkeypatch.setattr(fuzz_campaign, "subprocess", Subprocess)
+    assert exit_status(_crash_campaign(Path("w"), Path("cr"), "--minimize-time", "30")) == 1
+    out, err = capsys.readouterr()
+    assert "NEW   crash   ValueError" in out and "triage: 1 artifact(s)" in out
+    (record,) = Path("cr").glob("crash-*.json")
+    assert json.loads(record.read_text())["size"] == 144  # stored as found
+    assert err.splitlines()[-1].startswith("interrupted")
+    (pid,) = _InterruptedMinimizer.pids
+    assert not _group_alive(pid), "the minimizer was left running"
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running (not a zombie), a few seconds
+    after it was killed."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        states = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid:
+                states.append(fields[0])
+        if all(state == "Z" for state in states):
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_untriaged_artifacts_survive_to_the_next_run(here, capsys, monkeypatch):
+    work, crashes = Path("w"), Path("cr")
+
+    def interrupted_replay(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(triage, "replay", interrupted_replay)
+        assert exit_status(_crash_campaign(work, crashes, "--no-minimize")) == 1
+    out = capsys.readouterr().out
+    assert "1 artifact(s) not triaged" in out
+    (artifact,) = (work / "artifacts").glob("crash-*")
+    # The next run (the crashing input gone from the corpus) triages it.
+    (work / "corpus" / "crasher").unlink()
+    code = exit_status(
+        [
+            "fuzz",
+            "mine.crashy",
+            "--time",
+            "2",
+            "--work",
+            str(work),
+            "--crash-dir",
+            str(crashes),
+            "--no-minimize",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "NEW   crash   ValueError" in out
+    assert len(list(crashes.glob("crash-*.json"))) == 1
+
+
+def test_minimize_time_zero_stores_as_found(here, capsys, monkeypatch):
+    def no_minimizing(*args, **kwargs):
+        raise AssertionError("minimized with --minimize-time 0")
+
+    monkeypatch.setattr(fuzz_campaign, "minimize", no_minimizing)
+    assert exit_status(_crash_campaign(Path("w"), Path("cr"), "--minimize-time", "0")) == 1
+    (record,) = Path("cr").glob("crash-*.json")
+    assert json.loads(record.read_text())["size"] == 144
+
+
+@pytest.mark.parametrize(
+    ("damage", "warning"),
+    [
+        ("[]", "not a record"),
+        ("{not json", "not readable as JSON"),
+        ("reproducer gone", "is missing"),
+    ],
+)
+def test_a_damaged_record_in_the_store_does_not_lose_the_finding(here, capsys, damage, warning):
+    crashes = Path("cr")
+    assert exit_status(_crash_campaign(Path("w"), crashes, "--no-minimize")) == 1
+    capsys.readouterr()
+    (record,) = crashes.glob("crash-*.json")
+    if damage == "reproducer gone":
+        record.with_suffix("").unlink()
+    else:
+        record.write_text(damage)
+    triage._WARNED.clear()
+    assert exit_status(_crash_campaign(Path("w"), crashes, "--no-minimize")) == 1
+    out, err = capsys.readouterr()
+    assert "NEW   crash" in out and warning in err and "Traceback" not in err
+    assert json.loads(record.read_text())["exception"] == "ValueError"
+    assert record.with_suffix("").read_bytes().startswith(b"X")
+
+
+def test_a_second_campaign_in_the_same_work_directory_is_refused(here, capsys):
+    from randomgraph.campaign import campaign_lock
+
+    with campaign_lock(here / "w", "--work"):
+        assert exit_status(["fuzz", "model", "--time", "1", "--work", "w"]) == 2
+    err = capsys.readouterr().err
+    assert f"{here / 'w'} is in use by another campaign (pid {os.getpid()})" in err
+    assert "--work" in err
+    assert not (here / "w" / "launch").exists()
+
+
+def test_regress_passes_any_number_of_paths(here, capsys, monkeypatch):
+    many = Path("many")
+    many.mkdir()
+    name = "n" * 200
+    for k in range(12000):  # 2.4 MB of paths: more than one command line holds
+        (many / f"{name}{k}").write_bytes(b"")
+    assert exit_status(["fuzz", "mine.crashy", "--regress", "many"]) == 0
+    assert "12000 inputs replayed, 0 failed" in capsys.readouterr().out
+
+
+def test_regress_reads_no_more_than_the_target_does(here, capsys):
+    big = Path("big")
+    with open(big, "wb") as f:
+        f.truncate(300 << 20)  # 300 MB of zeros (sparse)
+    assert exit_status(["fuzz", "mine.crashy", "--regress", "big"]) == 0
+    out = capsys.readouterr().out
+    assert "1 inputs replayed, 0 failed" in out
+    assert "longer than 256 bytes: replayed its first 256" in out
+
+
+def test_an_interrupted_regress_prints_what_finished(here, capsys, monkeypatch):
+    Path("inputs").mkdir()
+    Path("inputs/a").write_bytes(b"ok")
+    Path("inputs/b").write_bytes(b"Xcrash")
+    real = triage.replay_iter
+
+    def interrupted(*args, **kwargs):
+        for k, outcome in enumerate(real(*args, **kwargs)):
+            if k == 2:
+                raise KeyboardInterrupt
+            yield outcome
+
+    monkeypatch.setattr(triage, "replay_iter", interrupted)
+    Path("inputs/c").write_bytes(b"fine")
+    assert exit_status(["fuzz", "mine.crashy", "--regress", "inputs"]) == 1
+    out, err = capsys.readouterr()
+    assert "2 of 3 inputs replayed, 1 failed" in out
+    assert out.splitlines()[-1] == "1 passed, 1 failed" and "interrupted" in err
+
+
+def test_distinct_bugs_in_a_target_of_ones_own_have_distinct_signatures(here):
+    Path("xa").write_bytes(b"XA")
+    Path("xb").write_bytes(b"XB")
+    a, b = triage.replay("mine.crashy", ["xa", "xb"])
+    assert a.frames and a.frames[-1] == "mine.crashy:first_bug"
+    assert b.frames[-1] == "mine.crashy:second_bug"
+    assert a.signature() != b.signature()
+
+
+def test_merge_uses_a_fresh_control_file_in_its_work_directory(here, monkeypatch):
+    corpus = here / "corpus"
+    into = corpus / "model"
+    into.mkdir(parents=True)
+    seeds = sorted((fuzz_campaign.CORPUS / "model").iterdir())[:20]
+    for seed in seeds:
+        (into / seed.name).write_bytes(seed.read_bytes())
+    monkeypatch.setattr(fuzz_campaign, "CORPUS", corpus)
+    a, b = Path("a"), Path("b")
+    a.mkdir()
+    b.mkdir()
+    for k in range(10):
+        (a / f"r{k}").write_bytes(os.urandom(64))
+    for k, seed in enumerate(seeds):
+        (b / f"copy{k}").write_bytes(seed.read_bytes())  # nothing new
+    assert exit_status(["fuzz", "model", "--merge", "a", "--work", "w"]) == 0
+    after_a = sorted(into.iterdir())
+    assert exit_status(["fuzz", "model", "--merge", "b", "--work", "w"]) == 0
+    assert sorted(into.iterdir()) == after_a, "copies of existing inputs were merged"
+    assert (here / "w" / "launch").is_file() and (here / "w" / "merge.log").is_file()
+    assert not list((here / "w").glob("*.control"))
+
+
+def test_a_failed_merge_is_an_error(here, capsys, monkeypatch):
+    # libFuzzer's merge exiting 1 ("No such file or directory: a" for a relative DIR: it
+    # runs in the project root) was reported as a merge that added nothing.
+    monkeypatch.setattr(fuzz_campaign, "CORPUS", here / "corpus")
+    monkeypatch.setattr(fuzz_campaign, "_run_logged", lambda *args, **kwargs: (1, False, False))
+    assert exit_status(["fuzz", "model", "--merge", "empty", "--work", "w"]) == 2
+    assert "libFuzzer's merge failed (exit status 1)" in capsys.readouterr().err
