@@ -377,3 +377,15 @@ def test_a_failed_merge_is_an_error(here, capsys, monkeypatch):
     monkeypatch.setattr(fuzz_campaign, "_run_logged", lambda *args, **kwargs: (1, False, False))
     assert exit_status(["fuzz", "model", "--merge", "empty", "--work", "w"]) == 2
     assert "libFuzzer's merge failed (exit status 1)" in capsys.readouterr().err
+
+
+def test_a_campaign_whose_libfuzzer_outlives_its_time_ends_with_an_error(here, capsys, monkeypatch):
+    # The child hung inside atheris.Fuzz() (a bad -seed): the campaign never ended.
+    monkeypatch.setattr(fuzz_campaign, "WATCHDOG_GRACE", -2.5)  # deadline: 0.5 s
+    monkeypatch.setattr(fuzz_campaign, "write_launcher", lambda target, work: Path("/bin/sleep"))
+    monkeypatch.setattr(fuzz_campaign, "libfuzzer_args", lambda cfg, artifacts, corpus: ["60"])
+    started = time.monotonic()
+    argv = ["fuzz", "model", "--time", "1", "--timeout", "1", "--work", str(here / "w")]
+    assert exit_status(argv) == 2
+    assert "libFuzzer did not end after --time: killed" in capsys.readouterr().err
+    assert time.monotonic() - started < 20
