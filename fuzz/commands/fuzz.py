@@ -205,9 +205,12 @@ def _check_driver(spec: str | None) -> None:
     from driver.registry import DriverLoadError, load_device
 
     try:
-        load_device(spec)
+        device = load_device(spec)
     except DriverLoadError as e:
         raise usage_error(f"nnfuzz fuzz: --driver: {e}") from None
+    close = getattr(device, "close", None)
+    if callable(close):  # e.g. an isolated driver's process: the fuzzer loads its own
+        close()
 
 
 def _targets(args) -> list[str]:
