@@ -144,3 +144,21 @@ def flattened(lists: Iterable[tuple] | None) -> tuple | None:
     if not lists:
         return None
     return tuple(dict.fromkeys(v for values in lists for v in values))
+
+
+def add_graph_size_options(parser: argparse.ArgumentParser, ops_note: str, dims_note: str) -> None:
+    """``--ops`` and ``--dims`` of the commands that generate graphs, bounded by the
+    generator's limits (``randomgraph.generator.core``); the notes say what each does to
+    the command's preset."""
+    from randomgraph.generator.core import MAX_ELEMENTS, MAX_OPS
+
+    parser.add_argument(
+        "--ops",
+        type=at_least(1, maximum=MAX_OPS),
+        help=f"operations per graph, at most {MAX_OPS} ({ops_note})",
+    )
+    parser.add_argument(
+        "--dims",
+        type=at_least(1, maximum=MAX_ELEMENTS),
+        help=f"largest dimension, at most {MAX_ELEMENTS} ({dims_note})",
+    )

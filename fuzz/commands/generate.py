@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from driver.hal.types import HalVersion, OperandType, OperationType
-from fuzz.commands.arguments import at_least, rank, usage_error
+from fuzz.commands.arguments import add_graph_size_options, at_least, rank, usage_error
 from fuzz.commands.outputs import writable_directory, writable_file, write_output
 from fuzz.progress import Progress
-from randomgraph.generator.core import MAX_ELEMENTS, MAX_GRAPH_ELEMENTS, MAX_OPS
+from randomgraph.generator.core import MAX_ELEMENTS, MAX_GRAPH_ELEMENTS
 
 
 def register(sub) -> None:
@@ -43,16 +43,7 @@ def register(sub) -> None:
         help="single (1 op, dims <= 1000), small (5 ops, dims <= 1000), medium (10 ops, "
         "dims <= 100), large (40 ops, dims <= 10); default small",
     )
-    p.add_argument(
-        "--ops",
-        type=at_least(1, maximum=MAX_OPS),
-        help=f"operations per graph, at most {MAX_OPS} (overrides the preset)",
-    )
-    p.add_argument(
-        "--dims",
-        type=at_least(1, maximum=MAX_ELEMENTS),
-        help=f"largest dimension, at most {MAX_ELEMENTS} (overrides the preset)",
-    )
+    add_graph_size_options(p, "overrides the preset", "overrides the preset")
     p.add_argument(
         "--elements",
         type=at_least(1, maximum=MAX_ELEMENTS),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from driver.hal.types import OperandType, OperationType
 from fuzz.commands.arguments import (
+    add_graph_size_options,
     at_least,
     duration,
     flattened,
@@ -32,7 +33,7 @@ def register(sub) -> None:
     from fuzz.commands.outputs import writable_directory
     from randomgraph.campaign import JOBS_PER_CPU, PRESET_NAMES, max_jobs
     from randomgraph.differential import CRITERIA_NAMES, GOLDEN_MODES
-    from randomgraph.generator.core import MAX_ELEMENTS, MAX_OPS, PRIMARY_RANKS
+    from randomgraph.generator.core import PRIMARY_RANKS
     from randomgraph.metamorphic import RELATIONS
 
     p = sub.add_parser(
@@ -51,16 +52,7 @@ def register(sub) -> None:
         help="seed range A:B (B excluded; 'A:' unbounded). Default: 0:50 (Android's count), "
         "or unbounded with --minutes",
     )
-    p.add_argument(
-        "--ops",
-        type=at_least(1, maximum=MAX_OPS),
-        help=f"operations per graph, at most {MAX_OPS} (a custom campaign)",
-    )
-    p.add_argument(
-        "--dims",
-        type=at_least(1, maximum=MAX_ELEMENTS),
-        help=f"largest dimension, at most {MAX_ELEMENTS} (default: the preset's)",
-    )
+    add_graph_size_options(p, "a custom campaign", "default: the preset's")
     p.add_argument(
         "--minutes", type=duration(unit_seconds=60), help="stop starting tests after M minutes"
     )
