@@ -29,6 +29,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import traceback
 import types
 from collections.abc import Callable, Iterable, Sequence
 
@@ -363,8 +364,16 @@ def fuzz_main(
         kwargs["custom_mutator"] = custom_mutator
     if arrays_past_the_hook:
         test_one_input = _plugging_comparison_leak(test_one_input)
-    atheris.Setup(args, test_one_input, **kwargs)
-    atheris.Fuzz()
+    try:
+        atheris.Setup(args, test_one_input, **kwargs)
+        atheris.Fuzz()
+    except BaseException:
+        # libFuzzer ends the process itself; what escapes here is a setup failure (a
+        # flag libFuzzer cannot parse, say). A normal exit then hangs in interpreter
+        # shutdown (libFuzzer's state is half built), so report it and leave at once.
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def _flag(args: Sequence[str], name: str) -> str | None:

@@ -221,6 +221,22 @@ def test_targets_are_executable_scripts(target):
     assert callable(module.main) and isinstance(module.MAX_LEN, int)
 
 
+def test_a_libfuzzer_setup_failure_ends_the_child_at_once():
+    """A flag libFuzzer cannot parse raises out of ``atheris.Fuzz()``; the child used to
+    print the traceback and then hang in interpreter shutdown, holding a campaign with no
+    --time (and so no watchdog) forever."""
+    run = subprocess.run(
+        [sys.executable, "-m", "fuzz.harness", "model", "-seed=abc", "-runs=1"],
+        cwd=ROOT,
+        env=_env(NNFUZZ_INSTRUMENT="driver.wire"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "atheris.Fuzz()" in run.stderr and "ValueError" in run.stderr
+
+
 def test_regress_command_replays_every_target():
     """``nnfuzz fuzz --regress``: every target's seeds and reproducers, in replay workers
     with the campaign limits, no fuzzing."""
