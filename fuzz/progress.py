@@ -13,10 +13,20 @@ from typing import TextIO
 
 
 class Progress:
-    def __init__(self, label: str, *, total: int | None = None, stream: TextIO | None = None):
+    def __init__(
+        self,
+        label: str,
+        *,
+        total: int | None = None,
+        stream: TextIO | None = None,
+        output: TextIO | None = None,
+    ):
+        """``stream`` shows the live status line (standard error by default), ``output``
+        the lines that stay (standard output by default)."""
         self.label = label
         self.total = total
         self.stream = stream or sys.stderr
+        self.output = output or sys.stdout
         self.counts: Counter[str] = Counter()
         self.start = time.monotonic()
         self._live = hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -47,7 +57,7 @@ class Progress:
         """A line that stays (failures), printed above the live status line."""
         if self._shown:
             self.stream.write("\r\033[K")
-        print(message, file=sys.stdout, flush=True)
+        print(message, file=self.output, flush=True)
         self._shown = False
 
     def close(self) -> None:

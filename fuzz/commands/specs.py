@@ -155,25 +155,20 @@ def _check_paths(paths: list[str], command: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     _check_paths(args.paths, "specs run")
     device = open_session(args.driver, args.timeout)
-    progress = Progress("specs", stream=sys.stderr)
     # With the JSON on standard output, everything else goes to standard error.
     json_stdout = args.json_file == "-"
     text = sys.stderr if json_stdout else sys.stdout
-
-    def say(line: str) -> None:
-        if json_stdout:
-            progress.close()  # clears the status line; the next advance redraws it
-            print(line, file=sys.stderr, flush=True)
-        else:
-            progress.print(line)
+    progress = Progress("specs", stream=sys.stderr, output=text)
 
     def on_result(r):
         progress.advance(r.outcome)
         if r.outcome == FAIL:
-            say(f"FAILED {r.display_name}: {r.reason}" + (f"  [{r.source}]" if r.source else ""))
+            progress.print(
+                f"FAILED {r.display_name}: {r.reason}" + (f"  [{r.source}]" if r.source else "")
+            )
         elif args.verbose:
             extra = f": {r.reason}" if r.reason else ""
-            say(f"{r.outcome.upper()} {r.display_name}{extra}")
+            progress.print(f"{r.outcome.upper()} {r.display_name}{extra}")
 
     summary = RunSummary()
     interrupted = False
