@@ -12,7 +12,8 @@ The kernels follow Android 11's reference (``RoiAlign.cpp``, ``RoiPooling.cpp``,
   requantize with ``std::round(x / scale + zeroPoint)``, except ROI_ALIGN (integer
   bilinear weights in 1/255 steps) and ROI_POOLING (max of the raw quantized values).
   Float16 variants compute in float32, except that ROI_ALIGN and ROI_POOLING do their
-  coordinate arithmetic in float16 as Android's ``_Float16`` template does.
+  coordinate arithmetic in float16 as Android's ``_Float16`` template does, and
+  HEATMAP_MAX_KEYPOINT's singular-Hessian test uses Android's float16 tolerances (1e-3).
 * NMS (:func:`nms_single_class`) reproduces ``std::max_element`` + swap-to-end selection
   exactly, ties included. Android's later ``std::sort`` calls are not stable for more
   than 30 elements; the reference sorts stably, so the order of equal scores can differ
@@ -807,10 +808,21 @@ def _infer_heatmap(ctx: OperationContext) -> list[Shape]:
     return [(num_boxes, keypoints), (num_boxes, keypoints, 2)]
 
 
-def heatmap_max_keypoints(heatmap: np.ndarray, boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+# solveForDelta's singularity tolerances (atol, rtol): Android's execute passes 1e-3 for
+# TENSOR_FLOAT16 heatmaps and 1e-5 for float32 and quantized ones.
+HEATMAP_TOLERANCE_FLOAT32 = (1e-5, 1e-5)
+HEATMAP_TOLERANCE_FLOAT16 = (1e-3, 1e-3)
+
+
+def heatmap_max_keypoints(
+    heatmap: np.ndarray,
+    boxes: np.ndarray,
+    tolerance: tuple[float, float] = HEATMAP_TOLERANCE_FLOAT32,
+) -> tuple[np.ndarray, np.ndarray]:
     """``heatmapMaxKeypointFloat32Nhwc`` for heatmap (boxes, size, size, keypoints) and
     boxes (boxes, 4): the quadratic-fit score (boxes, keypoints) and the (x, y) keypoint
-    (boxes, keypoints, 2) per box and keypoint, all in float32."""
+    (boxes, keypoints, 2) per box and keypoint, all in float32. ``tolerance`` is the
+    (fpAtol, fpRtol) pair below which the Hessian counts as singular."""
     hm = np.asarray(heatmap, dtype=F32)
     nb, size, _, nk = hm.shape
     flat = np.transpose(hm, (0, 3, 1, 2)).reshape(nb, nk, size * size)
@@ -833,7 +845,7 @@ def heatmap_max_keypoints(heatmap: np.ndarray, boxes: np.ndarray) -> tuple[np.nd
     for dh in (-1, 0, 1):  # the 3x3 patch around each maximum
         for dw in (-1, 0, 1):
             grid[dh + 1, dw + 1] = hm[b_ix, mirror(mh + dh), mirror(mw + dw), k_ix]
-    delta_x, delta_y, score = _solve_for_delta(grid, max_score)
+    delta_x, delta_y, score = _solve_for_delta(grid, max_score, *tolerance)
     bx = np.asarray(boxes, dtype=F32)
     w0, h0 = bx[:, 0:1], bx[:, 1:2]
     roi_w, roi_h = bx[:, 2:3] - w0, bx[:, 3:4] - h0
@@ -844,10 +856,10 @@ def heatmap_max_keypoints(heatmap: np.ndarray, boxes: np.ndarray) -> tuple[np.nd
     return score.astype(F32), keypoints
 
 
-def _solve_for_delta(grid: np.ndarray, max_score: np.ndarray):
+def _solve_for_delta(grid: np.ndarray, max_score: np.ndarray, atol: float, rtol: float):
     """``solveForDelta``: fit a quadratic to the 3x3 patch (Taylor expansion at the
     centre) and move the maximum to its vertex (at most 1.5 cells away). A singular
-    Hessian leaves the maximum where it is."""
+    Hessian (``|det| < atol + rtol * a00 * a11``) leaves the maximum where it is."""
     g = grid
     two, four, half_cell = F32(2), F32(4), F32(1.5)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -858,7 +870,7 @@ def _solve_for_delta(grid: np.ndarray, max_score: np.ndarray):
         a11 = g[0, 1] - two * g[1, 1] + g[2, 1]
         cross1, cross2 = a00 * a11, a01 * a01
         det = cross1 - cross2
-        singular = np.abs(det) < (F32(1e-5) + F32(1e-5) * cross1)
+        singular = np.abs(det) < (F32(atol) + F32(rtol) * cross1)
         d0 = (a11 * b0 - a01 * b1) / det
         d1 = (a00 * b1 - a01 * b0) / det
         far = (np.abs(d0) > half_cell) | (np.abs(d1) > half_cell)
@@ -884,7 +896,13 @@ def _execute_heatmap(ctx: OperationContext) -> list[np.ndarray]:
         hm = np.transpose(hm, (0, 2, 3, 1))
     boxes = _float_input(ctx, 1)
     _check_rois_ordered(ctx, boxes, "input 1 (boxes)")
-    score, keypoints = heatmap_max_keypoints(hm, boxes)
+    # Float16 heatmaps get a looser singularity test (Android: fpAtol = fpRtol = 1e-3f).
+    tolerance = (
+        HEATMAP_TOLERANCE_FLOAT16
+        if ctx.input_type(0) == _T.TENSOR_FLOAT16
+        else HEATMAP_TOLERANCE_FLOAT32
+    )
+    score, keypoints = heatmap_max_keypoints(hm, boxes, tolerance)
     return [_float_output(ctx, 0, score), _float_output(ctx, 1, keypoints)]
 
 

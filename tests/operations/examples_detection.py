@@ -150,6 +150,28 @@ for t in (F32, F16):
             atol=1e-2 if t == F16 else 0.0,
         )
     )
+# A nearly flat peak: 1/64 at the centre, 1/128 to the right, 0 elsewhere. Hessian
+# a00 = 0 - 2/64 + 1/128 = -3/128, a11 = -2/64 = -1/32, a01 = 0: det = 3/4096 = 7.3e-4.
+# Android's solveForDelta calls it singular when |det| < atol + rtol * a00 * a11, with
+# atol = rtol = 1e-5 for float32 but 1e-3 for float16 (HeatmapMaxKeypoint.cpp execute).
+# Float32: b0 = -(1/128) / 2 = -1/256, delta x = a11 * b0 / det = 1/6, score
+# 1/64 + 1/(256 * 6) - (3/128) / 36 / 2 = 1/64 + 1/3072; box [0, 0, 3, 3] of a 3x3 map:
+# x = 1 + 1/6 + 0.5, y = 1.5. Float16: 7.3e-4 < 1e-3, no correction: 1/64 at (1.5, 1.5).
+FLAT_HEAT = np.array([[0, 0, 0], [0, 1 / 64, 1 / 128], [0, 0, 0]], np.float32).reshape(1, 3, 3, 1)
+for t, score, xy in (
+    (F32, 1 / 64 + 1 / 3072, [1 + 1 / 6 + 0.5, 1.5]),
+    (F16, 1 / 64, [1.5, 1.5]),
+):
+    EXAMPLES.append(
+        example(
+            f"heatmap_max_keypoint_near_singular_{'float32' if t == F32 else 'float16'}",
+            O.HEATMAP_MAX_KEYPOINT,
+            [tensor(t, FLAT_HEAT), tensor(t, [[0, 0, 3, 3]]), scalar(T.BOOL, False)],
+            [output(t, (1, 1)), output(t, (1, 1, 2))],
+            expected=[[[score]], [[xy]]],
+            atol=1e-4 if t == F16 else 0.0,
+        )
+    )
 # Quantized: heatmap scale 0.5 (zero point 100); score scale 0.01 -> 204.17 -> 204;
 # keypoints in 1/8: 4.3333 / 0.125 = 34.67 -> 35, 3.5 / 0.125 = 28.
 for t in (Q8, Q8S):
