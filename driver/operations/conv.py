@@ -88,6 +88,23 @@ def explicit_padding(
     return total // 2, total - total // 2
 
 
+def explicit_padding_transpose(
+    out_size: int, stride: int, filter_size: int, padding_code: int
+) -> tuple[int, int]:
+    """Android's ``calculateExplicitPaddingTransposeConv`` for TRANSPOSE_CONV_2D's
+    output-shape form: SAME pads as a forward convolution over the requested output size
+    would, but the tail is always ``total - head`` ("make padding tail fit tightly to the
+    end of the last stride"), negative when the filter is shorter than the stride's last
+    step (stride 2, filter 1, 4 outputs: (0, -1)). The computed output size then is the
+    requested one, its last positions reached by no filter tap (they get only the bias)."""
+    if padding_code != PADDING_SAME:
+        return 0, 0
+    out = (out_size + stride - 1) // stride
+    total = (out - 1) * stride + filter_size - out_size
+    head = total // 2 if total > 0 else 0
+    return head, total - head
+
+
 def out_size(
     in_size: int, filter_size: int, stride: int, head: int, tail: int, dilation: int = 1
 ) -> int:
@@ -802,7 +819,8 @@ def _transpose_pads(
     ctx: OperationContext, p: ConvParams, form: ParamForm, fh: int, fw: int
 ) -> tuple[int, int, int, int]:
     """Explicit padding; the implicit form pads as a forward convolution over the
-    requested output size would (``calculateExplicitPaddingTransposeConv``)."""
+    requested output size would, the tail possibly negative
+    (:func:`explicit_padding_transpose`)."""
     if not form.implicit:
         return p.pads
     i = form.output_shape
@@ -813,8 +831,8 @@ def _transpose_pads(
     )
     dims = [int(d) for d in ctx.value(i)]
     oh, ow = (dims[2], dims[3]) if p.nchw else (dims[1], dims[2])
-    left, right = explicit_padding(ow, p.stride_w, fw, p.padding_code)
-    top, bottom = explicit_padding(oh, p.stride_h, fh, p.padding_code)
+    left, right = explicit_padding_transpose(ow, p.stride_w, fw, p.padding_code)
+    top, bottom = explicit_padding_transpose(oh, p.stride_h, fh, p.padding_code)
     return left, right, top, bottom
 
 
@@ -858,13 +876,16 @@ def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
     # one product for all taps, then one strided add per tap into the unpadded output.
     cols = x.reshape(-1, c) @ w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
     cols = cols.reshape(n, h, wd, fh, fw, cout)
-    full = np.zeros((n, (h - 1) * sh + fh, (wd - 1) * sw + fw, cout), dtype=cols.dtype)
+    left, _, top, _ = pads
+    # A negative tail (implicit SAME) asks for positions past the last tap: zeros there.
+    full_h = max((h - 1) * sh + fh, top + oh)
+    full_w = max((wd - 1) * sw + fw, left + ow)
+    full = np.zeros((n, full_h, full_w, cout), dtype=cols.dtype)
     for i in range(fh):
         for j in range(fw):
             full[:, i : i + (h - 1) * sh + 1 : sh, j : j + (wd - 1) * sw + 1 : sw] += cols[
                 :, :, :, i, j
             ]
-    left, _, top, _ = pads
     acc = full[:, top : top + oh, left : left + ow]
     return [_finish(ctx, acc, b, quantized, p)]
 

@@ -136,6 +136,20 @@ EXAMPLES: list[OpExample] = [
         [[[[1], [2], [1], [4], [-2]]]],
         channel_dim=0,
     ),
+    # TRANSPOSE_CONV_2D output-shape form [1, 1, 4, 1], SAME, stride 2, 1x1 filter (3):
+    # Android pads (0, -1) ("padding tail fit tightly to the end of the last stride"), so
+    # the output is the requested 4 wide: 1 -> 3 at 0, 2 -> 6 at 2, nothing reaches 1
+    # and 3; plus bias 0.5 -> 3.5, 0.5, 6.5, 0.5.
+    *variants(
+        "transpose_conv2d_same_negative_tail",
+        O.TRANSPOSE_CONV_2D,
+        [[[[1], [2]]]],
+        [[[[3]]]],
+        [0.5],
+        [tensor(T.TENSOR_INT32, [1, 1, 4, 1], const=True), I(1), I(2), I(1), I(0), NHWC],
+        [[[[3.5], [0.5], [6.5], [0.5]]]],
+        channel_dim=0,
+    ),
     # CONV_2D SAME over a 3x3 image 1..9 with filter (1 2; 3 4), NCHW: the last row and
     # column see padding, e.g. out[0, 2] = 3*1 + 6*3 = 21.
     example(

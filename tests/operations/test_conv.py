@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from driver.hal.types import ErrorStatus, HalError, HalVersion, SymmPerChannelQuantParams
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
-from driver.operations.conv import explicit_padding, out_size
+from driver.operations.conv import explicit_padding, explicit_padding_transpose, out_size
 from driver.testing import output, run_op, scalar, tensor
 
 RELAXED_TOL = 5 * 2.0**-10
@@ -163,6 +163,16 @@ def direct_transpose(x, w, pads, stride, out_hw):
     return out
 
 
+def transpose_same_pads(out: int, stride: int, filt: int, code: int) -> tuple[int, int]:
+    """calculateExplicitPaddingTransposeConv written out again: the forward SAME split
+    over the requested output size, then tail = total - head even when total < 0."""
+    if code != 1:
+        return 0, 0
+    total = (math.ceil(out / stride) - 1) * stride + filt - out
+    head = max(total, 0) // 2
+    return head, total - head
+
+
 # ---------------------------------------------------------------------------------------
 # Cases and how to run them in every data type
 # ---------------------------------------------------------------------------------------
@@ -192,8 +202,8 @@ class Case:
         code = 1 if self.padding == "same" else 2
         if self.op == O.TRANSPOSE_CONV_2D:
             oh, ow = self.transpose_out_hw_requested()
-            l_, r_ = explicit_padding(ow, self.stride[1], self.fw, code)
-            t_, b_ = explicit_padding(oh, self.stride[0], self.fh, code)
+            l_, r_ = transpose_same_pads(ow, self.stride[1], self.fw, code)
+            t_, b_ = transpose_same_pads(oh, self.stride[0], self.fh, code)
             return l_, r_, t_, b_
         l_, r_ = explicit_padding(self.w, self.stride[1], self.fw, code, self.dil[1])
         t_, b_ = explicit_padding(self.h, self.stride[0], self.fh, code, self.dil[0])
@@ -524,6 +534,43 @@ def test_transpose_conv_output_shape_form_crops_same_padding():
     np.testing.assert_array_equal(y.reshape(4), [1, 10, 102, 20])
 
 
+@pytest.mark.parametrize(
+    "out, stride, filt, code, expected",
+    [
+        (4, 2, 3, 1, (0, 1)),  # the forward split: total 1, the odd pixel at the tail
+        (4, 3, 3, 1, (1, 1)),
+        (4, 2, 1, 1, (0, -1)),  # taps at 0 and 2 only: a negative tail reaches 4
+        (6, 3, 2, 1, (0, -1)),
+        (7, 4, 1, 1, (0, -2)),  # taps at 0 and 4: 7 = 2 * 4 + 1 - 4 + 2
+        (4, 2, 1, 2, (0, 0)),  # VALID pads nothing
+    ],
+)
+def test_transpose_explicit_padding(out, stride, filt, code, expected):
+    assert explicit_padding_transpose(out, stride, filt, code) == expected
+    assert transpose_same_pads(out, stride, filt, code) == expected
+
+
+def test_transpose_conv_same_negative_tail_keeps_the_requested_shape():
+    # Output shape [1, 2, 6, 1], stride 3 (both axes), 2x2 filter: Android pads (0, -1)
+    # on each axis (total (2 - 1) * 3 + 2 - 6 = -1), so the output is 6x6 as requested,
+    # input (i, j) scattering its 2x2 product block at (3i, 3j); rows/columns 2 and 5
+    # are reached by no tap and hold the bias alone.
+    x = np.array([1, 2, 3, 4], dtype=np.float32).reshape(1, 2, 2, 1)
+    f = np.array([1, 10, 100, 1000], dtype=np.float32).reshape(1, 2, 2, 1)
+    ins = [
+        tensor(T.TENSOR_FLOAT32, x),
+        tensor(T.TENSOR_FLOAT32, f, const=True),
+        tensor(T.TENSOR_FLOAT32, [-1.0], const=True),
+        tensor(T.TENSOR_INT32, [1, 6, 6, 1], const=True),
+    ]
+    params = [I(1), I(3), I(3), I(0), scalar(T.BOOL, False)]
+    (y,) = run_op(O.TRANSPOSE_CONV_2D, ins + params, [output(T.TENSOR_FLOAT32, (1, 6, 6, 1))])
+    want = np.full((6, 6), -1.0)
+    for i, j, v in ((0, 0, 1), (0, 1, 2), (1, 0, 3), (1, 1, 4)):
+        want[3 * i : 3 * i + 2, 3 * j : 3 * j + 2] += v * np.array([[1, 10], [100, 1000]])
+    np.testing.assert_array_equal(y.reshape(6, 6), want)
+
+
 def test_conv_quant8_by_hand():
     # input scale 0.5 zp 10; filter scale 0.5 zp 3; bias scale 0.25; output scale 1 zp 5
     x = np.array([12, 14, 16, 18], dtype=np.uint8).reshape(1, 2, 2, 1)  # reals 1, 2, 3, 4
@@ -593,6 +640,8 @@ CASES = [
     Case(O.TRANSPOSE_CONV_2D, 2, 2, 3, 3, 2, 2, 3, stride=(1, 2), padding="same", act=1),
     Case(O.TRANSPOSE_CONV_2D, 1, 3, 3, 2, 2, 3, 2, stride=(2, 1), padding="valid", nchw=True),
     Case(O.TRANSPOSE_CONV_2D, 1, 2, 2, 1, 1, 1, 1, stride=(3, 3), padding=(0, 0, 0, 0)),
+    # SAME with filters shorter than the strides: negative tails (-1 on both axes).
+    Case(O.TRANSPOSE_CONV_2D, 1, 2, 3, 2, 2, 2, 1, stride=(3, 2), padding="same", nchw=True),
 ]
 # Fill in depthwise output counts and seeds.
 CASES = [
