@@ -1,14 +1,13 @@
 """2-D pooling: AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D (Android 11 ``Pooling.cpp``).
 
 Windows only cover real pixels: padded positions are excluded from the max and from the
-count an average divides by. Quantized AVERAGE_POOL_2D rounds the integer mean of the
-stored values as Android's kernels do: uint8 (``optimized_ops::AveragePool``) by
-``(sum + count / 2) / count``, halves up; int8 (``reference_integer_ops::AveragePool``,
-which Android 11 calls for TENSOR_QUANT8_ASYMM_SIGNED) by ``(sum -+ count / 2) / count``
-with C truncation, halves away from zero. So a signed result is the unsigned one minus
-128 except where a negative stored mean is exactly halfway (-1.5 -> -2, not -1).
-Quantized outputs keep the input's scale and zero point (the kernels do not rescale),
-and the fused activation clamps in that quantized domain.
+count an average divides by. Quantized AVERAGE_POOL_2D rounds the integer mean as
+tflite's uint8 kernel, ``(sum + count / 2) / count``; signed inputs give exactly the
+unsigned result minus 128. (Deliberately: Android 11 runs int8 averages through
+``reference_integer_ops::AveragePool``, which rounds halves away from zero, -1.5 -> -2
+where the unsigned kernel gives -1; the HAL 1.3 rule that signed and unsigned results
+agree up to the 128 offset wins, see docs/design.md "Numerics".) Quantized outputs keep the input's scale and zero point (the
+kernels do not rescale), and the fused activation clamps in that quantized domain.
 """
 
 from __future__ import annotations
@@ -192,14 +191,11 @@ def _pool(ctx: OperationContext, kind: str) -> list[np.ndarray]:
     else:
         count = _counts(h, w, fh, fw, p, pads, oh, ow)
         if quantized:
-            s = _reduce_windows(x.astype(np.int64), fh, fw, p, pads, oh, ow, 0, "sum")
-            if t == _T.TENSOR_QUANT8_ASYMM_SIGNED:
-                # reference_integer_ops::AveragePool: acc > 0 ? (acc + n/2) / n
-                # : (acc - n/2) / n with C's truncating division, i.e. halves away from
-                # zero (-1.5 -> -2, where the unsigned kernel's rounding gives -1).
-                out = np.sign(s) * ((np.abs(s) + count // 2) // count)
-            else:
-                out = (s + count // 2) // count  # uint8 sums are >= 0: halves round up
+            # Offset signed values to unsigned so both round identically (the HAL 1.3
+            # coupling rule, not Android's int8 kernel: see the module docstring).
+            xi = x.astype(np.int64) + (128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
+            s = _reduce_windows(xi, fh, fw, p, pads, oh, ow, 0, "sum")
+            out = (s + count // 2) // count - (128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
         else:
             xf = x.astype(np.float32, copy=False)
             if kind == "l2":

@@ -84,17 +84,4 @@ EXAMPLES = [
         expected=[[[[[4.0], [6.0]]]]],
         relaxed=True,
     ),
-    # Signed average of stored values, halves away from zero (Android 11's int8 kernel is
-    # reference_integer_ops::AveragePool: (acc -+ n/2) / n, C division): 1x2 windows,
-    # stride 2: (-1, -2) -> -1.5 -> -2, (3, 4) -> 3.5 -> 4.
-    example(
-        "avg_pool_quant8_signed_negative_half",
-        O.AVERAGE_POOL_2D,
-        [
-            tensor(T.TENSOR_QUANT8_ASYMM_SIGNED, [-1, -2, 3, 4], (1, 1, 4, 1), scale=0.5),
-            *[scalar(T.INT32, v) for v in (2, 2, 1, 2, 1, 0)],
-        ],
-        [output(T.TENSOR_QUANT8_ASYMM_SIGNED, (1, 1, 2, 1), scale=0.5)],
-        expected=[[[[[-2], [4]]]]],
-    ),
 ]
