@@ -144,10 +144,16 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 
 # tflite's ActivationFunctor (TfLiteFusedActivation codes) for the LSTM family: the
 # documented values only; Android's functor aborts on the others.
+def relu6(x: np.ndarray) -> np.ndarray:
+    """``std::max(0.f, std::min(a, 6.f))`` as tflite's/Android's activation functors
+    write it: NaN gives 0 (std::min keeps the NaN, std::max(0, NaN) returns 0)."""
+    return np.fmax(np.minimum(x, F32(6)), F32(0))
+
+
 LSTM_ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
     0: lambda x: x,
     1: lambda x: np.maximum(x, F32(0)),
-    3: lambda x: np.clip(x, F32(0), F32(6)),
+    3: relu6,
     4: np.tanh,
     6: sigmoid,
 }
@@ -1334,6 +1340,14 @@ def _qlstm_scales(ctx: OperationContext, cfg: CellConfig, cell_shift: int) -> _Q
     return _QlstmScales(in_prod, rec_prod, peep, ln, hidden, projection)
 
 
+def _quantized_clip(clip: float, scale: float, limit: int) -> int:
+    """QLSTM.cpp's quantized clip: 0 unless ``clip > 0``, else ``clip / scale`` (float32)
+    clamped to the storage range and truncated by the integer cast."""
+    if not clip > 0:
+        return 0
+    return int(min(max(F32(clip) / F32(scale), F32(-limit - 1)), F32(limit)))
+
+
 def _execute_qlstm(ctx: OperationContext) -> list[np.ndarray]:
     n_batch, n_input, cfg = _qlstm_config(ctx)
     cell_shift = _cell_shift(ctx)
@@ -1416,8 +1430,10 @@ def _execute_qlstm(ctx: OperationContext) -> list[np.ndarray]:
     kept = FX16.wrap(rounding_divide_by_pot(forget * c_prev, 15))
     added = FX16.wrap(rounding_divide_by_pot(input_gate * cell_gate, 30 + cell_shift))
     c_new = np.clip(kept + added, -32768, 32767)
-    if cell_clip > 0:
-        q_clip = int(min(max(F32(cell_clip) / F32(ctx.input_scale(19)), F32(-32768)), F32(32767)))
+    # QLSTM.cpp (as tflite's integer LSTM) clips only when the *quantized* clip is
+    # positive: a clip below one cell-state step truncates to 0 and disables clipping.
+    q_clip = _quantized_clip(cell_clip, ctx.input_scale(19), 32767)
+    if q_clip > 0:
         c_new = np.clip(c_new, -q_clip, q_clip)
     # Output gate (peephole on the new cell state).
     peephole(3, c_new)
@@ -1440,10 +1456,10 @@ def _execute_qlstm(ctx: OperationContext) -> list[np.ndarray]:
             127,
             out_zp,
         )
-        if proj_clip > 0:
-            # QLSTM.cpp quantizes the projection clip with the projection weights' scale.
-            pw_scale = F32(ctx.input_scale(cell.projection_weights))
-            q_clip = int(min(max(F32(proj_clip) / pw_scale, F32(-128)), F32(127)))
+        # QLSTM.cpp quantizes the projection clip with the projection weights' scale, and
+        # (as for the cell clip) clips only when the quantized value is positive.
+        q_clip = _quantized_clip(proj_clip, ctx.input_scale(cell.projection_weights), 127)
+        if q_clip > 0:
             out = np.clip(out, -q_clip, q_clip)
     else:
         out = hidden
@@ -1465,7 +1481,8 @@ QUANTIZED_LSTM = OperationDeclaration(
         "Without layer normalization the gate biases are added with the input products, "
         "as tflite's integer LSTM does.",
         "The projection clip is quantized with the projection weights' scale, as QLSTM.cpp "
-        "does; the hidden state is stored as value - hiddenStateZeroPoint (tflite's "
+        "does; a clip that quantizes to 0 disables clipping (QLSTM.cpp tests the quantized "
+        "value); the hidden state is stored as value - hiddenStateZeroPoint (tflite's "
         "CwiseMul) and the projection's precomputed bias adds the zero point back.",
         "Checked beyond Android: positive intermediate and hidden state scales, output "
         "size == number of units without projection.",

@@ -45,6 +45,7 @@ from driver.operations.lstm import (
     ieee_quiet,
     is_present,
     parallel_linking_declared,
+    relu6,
     require_inputs,
     to_time_major,
 )
@@ -56,7 +57,7 @@ FUSE_ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
     0: lambda x: x,
     1: lambda x: np.maximum(x, F32(0)),
     2: lambda x: np.clip(x, F32(-1), F32(1)),
-    3: lambda x: np.clip(x, F32(0), F32(6)),
+    3: relu6,  # NaN gives 0, as Android's ActivationFunctor / tflite's ApplyRelu6ToVector
 }
 
 

@@ -161,6 +161,26 @@ def test_lstm_cell_and_projection_clipping():
     np.testing.assert_allclose(y, ref_y, atol=1e-5)
 
 
+def test_lstm_relu6_activation_maps_nan_to_zero():
+    """tflite's relu6 is ``std::max(0.f, std::min(a, 6.f))``: a NaN cell-gate input gives
+    g = 0, so the cell and output stay finite. Worked by hand: every weight 0, gate biases
+    0 except the cell gate's NaN, c = 2: i = f = o = sigmoid(0) = 0.5, g = relu6(NaN) = 0,
+    c' = 0.5 * 2 + 0.5 * 0 = 1, h = 0.5 * relu6(1) = 0.5."""
+    w = make_cell(np.random.default_rng(0), 1, 1)
+    for d in (w.input_weights, w.recurrent_weights, w.bias):
+        for g in GATES:
+            d[g] = np.zeros_like(d[g])
+    w.bias["cell"] = np.array([np.nan])
+    x, h, c = np.array([[0.25]]), np.array([[0.5]]), np.array([[2.0]])
+    for tt in (F32, F16):
+        scratch, h_out, c_out, y = run_op(
+            O.LSTM, lstm_inputs(w, x, h, c, activation=3, tt=tt), lstm_outputs(w, 1, tt)
+        )
+        assert c_out.tolist() == [[1.0]] and h_out.tolist() == [[0.5]] and y.tolist() == [[0.5]]
+        # [i, relu6(c'), f, o * relu6(c')]
+        assert scratch.tolist() == [[0.5, 1.0, 0.5, 0.5]]
+
+
 @pytest.mark.parametrize(
     "features", [FEATURES[0], FEATURES[-1], (True, True, False, False)], ids=_ids
 )
@@ -779,6 +799,24 @@ def test_quantized_lstm_clipping():
     free = make_qlstm_case(3, 2, 3, 4, 3, projection=True, layer_norm=False)
     out_free, cell_free, _ = run_op(O.QUANTIZED_LSTM, free.args, qlstm_outputs(free))
     assert np.abs(cell_free).max() > 0.25 * 2048 and np.abs(out_free.astype(int)).max() > 10
+
+
+def test_quantized_lstm_clip_quantized_to_zero_disables_clipping():
+    """QLSTM.cpp quantizes the clips (cell: / cell state scale, projection: / projection
+    weights scale, float, truncated to int) and clips only when the quantized value is
+    > 0. Clips below one step (1e-4 < 2^-11; 1e-3 < 1/200) are therefore no clipping at
+    all, and a clip of exactly one cell step bounds the cell state to +-1."""
+    kw = dict(projection=True, layer_norm=False)
+    free = make_qlstm_case(3, 2, 3, 4, 3, **kw)
+    out_free, cell_free, _ = run_op(O.QUANTIZED_LSTM, free.args, qlstm_outputs(free))
+    assert np.abs(cell_free).max() > 1 and np.abs(out_free.astype(int)).max() > 1
+    tiny = make_qlstm_case(3, 2, 3, 4, 3, cell_clip=1e-4, proj_clip=1e-3, **kw)
+    out, cell, _ = run_op(O.QUANTIZED_LSTM, tiny.args, qlstm_outputs(tiny))
+    np.testing.assert_array_equal(cell, cell_free)
+    np.testing.assert_array_equal(out, out_free)
+    one_step = make_qlstm_case(3, 2, 3, 4, 3, cell_clip=2.0**-11, **kw)
+    _, cell, _ = run_op(O.QUANTIZED_LSTM, one_step.args, qlstm_outputs(one_step))
+    np.testing.assert_array_equal(cell, np.clip(cell_free, -1, 1))
 
 
 def test_quantized_lstm_rules():

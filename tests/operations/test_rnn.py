@@ -54,6 +54,27 @@ def test_rnn_matches_reference(activation):
     np.testing.assert_array_equal(state, out)
 
 
+def test_relu6_maps_nan_to_zero():
+    """Android's ActivationFunctor (RNN.cpp) and tflite's ApplyActivationToVector (SVDF.cpp)
+    compute relu6 as ``std::max(0.f, std::min(a, 6.f))``, which turns NaN into 0. By hand:
+    RNN with W = [[1], [2]], R = 0, b = [0, 1]: x = NaN gives [NaN, NaN] -> [0, 0];
+    x = 2.5 gives [2.5, 6] -> [2.5, 6]."""
+    w, r, b = np.array([[1.0], [2.0]]), np.zeros((2, 2)), np.array([0.0, 1.0])
+    x, h = np.array([[np.nan], [2.5]]), np.zeros((2, 2))
+    for tt in (F32, F16):
+        h_out, y = run_op(O.RNN, rnn_inputs(w, r, b, x, h, 3, tt=tt), [output(tt, (2, 2))] * 2)
+        assert h_out.tolist() == [[0.0, 0.0], [2.5, 6.0]] and y.tolist() == h_out.tolist()
+        # SVDF, one filter, memory 2, rank 1: state [0, NaN] . [1, 1] = NaN -> relu6 -> 0.
+        one = np.array([[1.0]])
+        state, out = run_op(
+            O.SVDF,
+            svdf_inputs(x[:1], one, np.array([[1.0, 1.0]]), None, np.zeros((1, 2)), 1, 3, tt=tt),
+            [output(tt, (1, 2)), output(tt, (1, 1))],
+        )
+        assert out.tolist() == [[0.0]]
+        assert np.isnan(state[0, 0]) and state[0, 1] == 0  # shifted: NaN, then the new 0
+
+
 def test_rnn_float16_within_relaxed_tolerance_and_versions():
     w, r, b = rnn_weights(9, 3, 4)
     rng = np.random.default_rng(9)
