@@ -108,6 +108,31 @@ def test_bilinear_half_pixel_by_hand():
 
 
 @pytest.mark.parametrize(
+    "half, want",
+    [
+        # legacy: samples at 0, 0.5, 1, 1.5 (clamped) -> 0, 1.5, 3, 3
+        (False, [0, 1, 3, 3]),
+        # half-pixel: samples at -0.25 (weights 1.25 and -0.25 on pixel 0), 0.25, 0.75,
+        # 1.25 (clamped) -> 0, 0.75, 2.25, 3
+        (True, [0, 0, 2, 3]),
+    ],
+)
+def test_quantized_bilinear_truncates(half, want):
+    """tflite's ResizeBilinear ends in ``static_cast<uint8_t>(float)``: fractions are
+    truncated, not rounded (1.5 -> 1, 0.75 -> 0, 2.25 -> 2). Signed inputs give the
+    unsigned result minus 128 (HAL 1.3: signed and unsigned agree up to the offset), so
+    -126.5 becomes -127, not the -126 a cast toward zero would give."""
+    q = {"scale": 1.0, "zero_point": 0}
+    x = np.array([0, 3], dtype=np.uint8).reshape(1, 1, 2, 1)
+    y = resize(O.RESIZE_BILINEAR, x, (1, 4), t=Q8, nchw=False, align=False, half=half, q=q)
+    np.testing.assert_array_equal(y.reshape(4), want)
+    qs = {"scale": 1.0, "zero_point": -128}
+    xs = np.array([-128, -125], dtype=np.int8).reshape(1, 1, 2, 1)
+    ys = resize(O.RESIZE_BILINEAR, xs, (1, 4), t=S8, nchw=False, align=False, half=half, q=qs)
+    np.testing.assert_array_equal(ys.reshape(4), np.array(want) - 128)
+
+
+@pytest.mark.parametrize(
     "align, half, out, want_idx",
     [
         (False, False, 4, [0, 0, 1, 1]),
