@@ -6,8 +6,9 @@ tflite's uint8 kernel, ``(sum + count / 2) / count``; signed inputs give exactly
 unsigned result minus 128. (Deliberately: Android 11 runs int8 averages through
 ``reference_integer_ops::AveragePool``, which rounds halves away from zero, -1.5 -> -2
 where the unsigned kernel gives -1; the HAL 1.3 rule that signed and unsigned results
-agree up to the 128 offset wins, see docs/design.md "Numerics".) Quantized outputs keep the input's scale and zero point (the
-kernels do not rescale), and the fused activation clamps in that quantized domain.
+agree up to the 128 offset wins, see docs/design.md "Numerics".) Quantized outputs keep
+the input's scale and zero point (the kernels do not rescale), and the fused activation
+clamps in that quantized domain.
 """
 
 from __future__ import annotations
