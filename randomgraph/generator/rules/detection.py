@@ -169,6 +169,8 @@ def generate_proposals(g: OpGen):
     info = _coords(g, ti, [img_h, img_w] * n, (n, 2))
     st = sig.inputs[4]
     ins = [scores, deltas, anchors, info, g.scalar(st, stride), g.scalar(st, stride)]
+    # Never a limit of 0: NNAPI's doc says a non-positive limit is unlimited, Android's
+    # hardNmsSingleClass keeps no box for post_nms_top_n = 0; drivers may follow either.
     ins += [g.scalar(T.INT32, g.src.choice((-1, 4, 16))), g.scalar(T.INT32, g.src.choice((-1, 3)))]
     ins += [g.scalar(st, g.src.choice((0.5, 0.7))), g.scalar(st, g.src.choice((0.0, 1.0)))]
     ins.append(g.scalar(T.BOOL, nchw))
