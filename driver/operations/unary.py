@@ -3,8 +3,7 @@
 Android 11 (``Elementwise.cpp``, ``Neg.cpp``) offers these on float tensors only, plus
 TENSOR_INT32 for ABS (HAL 1.3) and NEG (HAL 1.2); none has a quantized variant in HAL 1.3.
 Float16 kernels evaluate the float32 function (``std::exp(float)``, ...) and round back.
-EXP, LOG and SIN round like libm's expf/logf/sinf (see ``libm_float32``: numpy's float32
-loops do not). FLOOR is the HAL 1.0 operation (rank <= 4); the others need HAL 1.2.
+FLOOR is the HAL 1.0 operation (rank <= 4); the others need HAL 1.2.
 """
 
 from __future__ import annotations
@@ -16,12 +15,7 @@ import numpy as np
 from driver.hal.types import HalVersion, OperationType
 from driver.operations.base import OperationContext, OperationDeclaration, Shape, Signature
 from driver.operations.base import T as _T
-from driver.operations.elementwise import (
-    float_kernel,
-    float_result,
-    libm_float32,
-    reject_zero_sized,
-)
+from driver.operations.elementwise import float_kernel, float_result, reject_zero_sized
 
 V = HalVersion
 
@@ -46,22 +40,9 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
 
 
 def _float_math(fn: Callable[[np.ndarray], np.ndarray]):
-    """``fn`` in float32 arithmetic: SQRT and RSQRT (``1.f / std::sqrt(x)``, two float
-    roundings), whose float32 numpy results are already the C++ ones."""
-
     def execute(ctx: OperationContext) -> list[np.ndarray]:
-        with np.errstate(all="ignore"):  # sqrt(-1), 1 / sqrt(0) give NaN/inf as in C++
+        with np.errstate(all="ignore"):  # log(0), sqrt(-1), ... give inf/NaN as in C++
             return [float_result(fn(float_kernel(ctx.value(0))), ctx)]
-
-    return execute
-
-
-def _libm_math(fn: Callable[[np.ndarray], np.ndarray]):
-    """``static_cast<T>(fn(float(x)))`` with ``fn`` a libm float function, as
-    Elementwise.cpp computes EXP/LOG/SIN for float32 and float16."""
-
-    def execute(ctx: OperationContext) -> list[np.ndarray]:
-        return [float_result(libm_float32(fn, float_kernel(ctx.value(0))), ctx)]
 
     return execute
 
@@ -97,15 +78,15 @@ ABS = _declare(
     "Absolute value elementwise (int32 since HAL 1.3; abs(INT32_MIN) wraps).",
 )
 EXP = _declare(
-    OperationType.EXP, _sigs(_FLOATS_1_2), _libm_math(np.exp), "Natural exponential elementwise."
+    OperationType.EXP, _sigs(_FLOATS_1_2), _float_math(np.exp), "Natural exponential elementwise."
 )
 LOG = _declare(
     OperationType.LOG,
     _sigs(_FLOATS_1_2),
-    _libm_math(np.log),
+    _float_math(np.log),
     "Natural logarithm elementwise (-inf at 0, NaN below).",
 )
-SIN = _declare(OperationType.SIN, _sigs(_FLOATS_1_2), _libm_math(np.sin), "Sine elementwise.")
+SIN = _declare(OperationType.SIN, _sigs(_FLOATS_1_2), _float_math(np.sin), "Sine elementwise.")
 SQRT = _declare(
     OperationType.SQRT, _sigs(_FLOATS_1_2), _float_math(np.sqrt), "Square root elementwise."
 )

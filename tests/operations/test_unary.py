@@ -61,25 +61,6 @@ def test_exp_sin_within_float32_ulps(xs):
         np.testing.assert_allclose(got, want, rtol=4 * 2**-23, atol=2**-24)
 
 
-# Inputs where numpy's float32 SIMD exp/log/sin (up to 2 ulp off) and C's expf/logf/sinf
-# (Android's std::exp(float) etc.: bionic's, within 0.56 ulp) round differently; the
-# expected values are the correctly rounded floats, which glibc's expf/logf/sinf (the same
-# optimized-routines code as bionic's) also give for each of these inputs.
-LIBM_CASES = [
-    (O.EXP, math.exp, [-17.66, 14.91, -5.82, 2.45, 3.15, 1.04]),
-    (O.LOG, math.log, [1.02, 0.87, 0.89, 1.45, 1.18, 0.64]),
-    (O.SIN, math.sin, [2.62, -2.62, 2.63, -3.18]),
-]
-
-
-@pytest.mark.parametrize("op, fn, xs", LIBM_CASES, ids=lambda v: getattr(v, "name", ""))
-def test_exp_log_sin_round_like_libm_float_functions(op, fn, xs):
-    x = np.array(xs, np.float32)
-    got = run1(op, [tensor(F32, x)], output(F32, x.shape))
-    want = np.array([fn(float(v)) for v in x]).astype(np.float32)
-    np.testing.assert_array_equal(got, want)
-
-
 def test_special_values():
     x = tensor(F32, [0.0, -1.0, np.inf, np.nan])
     log = run1(O.LOG, [x], output(F32, (4,)))
