@@ -10,17 +10,27 @@ Two families, both from Android (see nnapi-facts.md, "Precision criteria"):
   conv, small graph, large graph). Float differences are divided by ``max(1, |e|)``; bias
   and MSE are checked only with at least 10 elements; bools may mismatch in ≤ 10 % of
   elements. Unlike Android's checker, float16 elements are really compared.
+
+Sampling operations (:data:`SAMPLING_OPERATIONS`) specify no generator, so their outputs
+are compared as class frequencies (:func:`check_multinomial`), never value by value.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from driver.hal.types import OperandType
+from driver.hal.types import OperandType, OperationType
 
 T = OperandType
+
+SAMPLING_OPERATIONS = frozenset({OperationType.RANDOM_MULTINOMIAL})
+"""Operations whose outputs are random samples. NNAPI names no generator ("draws samples
+from a multinomial distribution"; Android's CTS checks only the class frequencies), so a
+correct driver need not reproduce the reference's Philox stream: random graphs compare
+these outputs with :func:`check_multinomial` at :func:`sampling_tolerance`."""
 FLOAT_TYPES = {T.TENSOR_FLOAT32, T.FLOAT32, T.TENSOR_FLOAT16, T.FLOAT16}
 BOOL_TYPES = {T.TENSOR_BOOL8, T.BOOL}
 FP16_TOLERANCE = 5.0 * 0.0009765625
@@ -108,13 +118,31 @@ def check_generated(
     return Mismatch(output, int(bad.sum()), bad.size, _first(bad, a, e), rule)
 
 
+def sampling_tolerance(samples: int) -> float:
+    """Class-frequency tolerance for comparing two independent draws of ``samples`` per
+    row: seven standard deviations of the difference of two frequencies (at most
+    ``sqrt(0.5 / samples)``), so a correct driver fails less than once in 10^11 classes."""
+    return 7.0 * math.sqrt(0.5 / max(1, samples))
+
+
 def check_multinomial(
-    output: int, actual: np.ndarray, expected: np.ndarray, tolerance: float
+    output: int,
+    actual: np.ndarray,
+    expected: np.ndarray,
+    tolerance: float,
+    classes: int | None = None,
 ) -> Mismatch | None:
     """RANDOM_MULTINOMIAL: per batch row, the class frequencies of the samples must agree
-    within ``tolerance`` (Android's expectedMultinomialDistributionTolerance)."""
+    within ``tolerance`` (Android's expectedMultinomialDistributionTolerance). With
+    ``classes`` known, every sample must also be a class index, 0 .. classes - 1, or
+    ``classes`` itself (what Android returns for a row without a finite logit)."""
     a = np.asarray(actual).reshape(actual.shape[0], -1) if actual.ndim else actual.reshape(1, -1)
     e = np.asarray(expected).reshape(a.shape)
+    if classes is not None:
+        outside = (a < 0) | (a > classes)
+        if outside.any():
+            rule = f"samples must be class indexes 0..{classes - 1}"
+            return Mismatch(output, int(outside.sum()), outside.size, _first(outside, a, e), rule)
     classes = int(max(a.max(initial=0), e.max(initial=0))) + 1
     worst = 0.0
     for row_a, row_e in zip(a, e):
@@ -123,7 +151,7 @@ def check_multinomial(
         worst = max(worst, float(np.abs(fa - fe).max()))
     if worst <= tolerance:
         return None
-    return Mismatch(output, 1, 1, [], f"class frequencies differ by {worst:.4f} > {tolerance}")
+    return Mismatch(output, 1, 1, [], f"class frequencies differ by {worst:.4f} > {tolerance:.4f}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -75,10 +75,12 @@ from driver.operations.base import array_from_bytes
 from driver.validation import validate_model
 from randomgraph.criteria import (
     CRITERIA_SETS,
+    SAMPLING_OPERATIONS,
     Mismatch,
     check_generated,
     check_multinomial,
     check_random_graph_output,
+    sampling_tolerance,
 )
 from randomgraph.testmodel import TestModel, TestOperand, TestOperation, TestSubgraph
 
@@ -205,6 +207,12 @@ def compare_output(
         )
     if test.multinomial_tolerance > 0:
         return check_multinomial(k, actual, expected, test.multinomial_tolerance)
+    sampler = _sampling_producer(test.main, test.main.output_indexes[k])
+    if sampler is not None:
+        logits = test.main.operands[sampler.inputs[0]].dimensions
+        classes = logits[1] if len(logits) == 2 and logits[1] > 0 else None
+        samples = int(np.shape(expected)[-1]) if np.ndim(expected) else 1
+        return check_multinomial(k, actual, expected, sampling_tolerance(samples), classes)
     if criteria == "generated":
         return check_generated(
             k,
@@ -217,6 +225,15 @@ def compare_output(
     return check_random_graph_output(
         k, operand.type, actual, expected, CRITERIA_SETS[criteria], relaxed=test.is_relaxed
     )
+
+
+def _sampling_producer(graph: TestSubgraph, operand: int) -> TestOperation | None:
+    """The operation of :data:`~randomgraph.criteria.SAMPLING_OPERATIONS` that writes
+    ``operand`` in ``graph``, if one does."""
+    for op in graph.operations:
+        if operand in op.outputs:
+            return op if op.type in SAMPLING_OPERATIONS else None
+    return None
 
 
 def compare_outputs(

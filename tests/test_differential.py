@@ -563,3 +563,71 @@ def test_float32_golden_leaves_multi_operation_quantized_graphs_as_they_are():
     f16 = TestModel.from_hal("f16", m.build(), [np.array([0.5, -1.0], np.float16)])
     assert compute_golden(f16, "auto")[1] == "exact"
     assert compute_golden(f16, "float32")[1] == "float32"
+
+
+# --- sampling operations: compared as class frequencies, not values ---------------------
+
+
+def _multinomial_tests(count: int = 6):
+    """Generated single-operation RANDOM_MULTINOMIAL tests with the reference's samples."""
+    from randomgraph.generator import generate
+
+    found = []
+    for seed in range(200):
+        g = generate(seed, "single", operations=frozenset({int(O.RANDOM_MULTINOMIAL)}))
+        test = g.with_expected()
+        if test.main.operations[0].type != O.RANDOM_MULTINOMIAL:
+            continue
+        out = test.main.operands[test.main.output_indexes[0]]
+        found.append((test, np.array(out.data, dtype=np.int32).reshape(out.dimensions)))
+        if len(found) == count:
+            return found
+    raise AssertionError("the generator made too few RANDOM_MULTINOMIAL tests")
+
+
+def _softmax_draw(test: TestModel, samples: np.ndarray, seed: int) -> np.ndarray:
+    """Samples of the same distribution from another generator (numpy's), as a correct
+    driver with its own RNG would draw them."""
+    logits_operand = test.main.operands[test.main.operations[0].inputs[0]]
+    logits = np.asarray(logits_operand.data, dtype=np.float64).reshape(logits_operand.dimensions)
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    rng = np.random.default_rng(seed)
+    rows = [rng.choice(p.shape[1], size=samples.shape[1], p=row) for row in p]
+    return np.array(rows, dtype=np.int32)
+
+
+def test_a_driver_with_another_random_generator_passes_random_multinomial():
+    """NNAPI names no generator: the reference's samples reordered, and independent
+    draws from the same distribution, are as correct as the reference's own."""
+    for k, (test, samples) in enumerate(_multinomial_tests()):
+        criteria = criteria_for(test)
+        assert samples.shape[1] >= 1000  # enough samples for frequencies to mean something
+        assert compare_outputs(test, criteria, [samples[:, ::-1].copy()], [samples]) == []
+        other = _softmax_draw(test, samples, seed=k)
+        assert compare_outputs(test, criteria, [other], [samples]) == [], test.name
+
+
+def test_a_wrong_random_multinomial_distribution_or_class_index_fails():
+    for test, samples in _multinomial_tests(3):
+        criteria = criteria_for(test)
+        classes = test.main.operands[test.main.operations[0].inputs[0]].dimensions[1]
+        shifted = (samples + 1) % classes  # every sample one class off
+        if classes > 1:
+            (m,) = compare_outputs(test, criteria, [shifted], [samples])
+            assert "class frequencies differ" in m.rule
+        outside = samples.copy()
+        outside[0, 0] = classes + 1
+        (m,) = compare_outputs(test, criteria, [outside], [samples])
+        assert m.count == 1 and f"class indexes 0..{classes - 1}" in m.rule
+
+
+def test_sampling_operations_stay_out_of_control_flow_subgraphs():
+    """A sample inside IF/WHILE would reach the outputs as plain values, compared exactly."""
+    from randomgraph.choices import PrngSource
+    from randomgraph.criteria import SAMPLING_OPERATIONS
+    from randomgraph.generator.core import PRESETS, Generator
+
+    gen = Generator(PRESETS["small"], PrngSource(0))
+    inside = set(gen.subgraph_operations(1))
+    assert inside and not inside & SAMPLING_OPERATIONS

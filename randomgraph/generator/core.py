@@ -43,6 +43,7 @@ from driver.operations import REGISTRY
 from driver.operations.base import OperationContext, Signature, Unknown, storage_dtype
 from driver.validation import match_signature
 from randomgraph.choices import ChoiceSource
+from randomgraph.criteria import SAMPLING_OPERATIONS
 from randomgraph.generator.dims import DimSolver, Unsatisfiable, draw_dims
 from randomgraph.generator.values import (
     DEFAULT,
@@ -715,11 +716,12 @@ class Generator:
     def subgraph_operations(self, depth: int) -> list[int]:
         """Operations a control-flow subgraph at ``depth`` may use: every operation with
         a rule (the operation filter applies to the main graph), control flow only while
-        the nesting bound allows."""
+        the nesting bound allows; no sampling operation (its samples are compared as
+        frequencies only when a main-graph operation writes them)."""
         ops = []
         for op in sorted(self.rules):
             decl = REGISTRY.get(op)
-            if decl is None:
+            if decl is None or op in SAMPLING_OPERATIONS:
                 continue
             if decl.custom_signature_check:
                 if depth < self.config.control_flow_depth:

@@ -35,12 +35,32 @@ def lsh_projection(g: OpGen):
     return ins, [g.output(T.TENSOR_INT32, chainable=False, exact=True)]
 
 
+MULTINOMIAL_ROWS = 4
+"""Most batch rows of a RANDOM_MULTINOMIAL: the samples of each row fill the rest of the
+element budget, since its output is compared as class frequencies
+(:func:`randomgraph.criteria.sampling_tolerance` shrinks with the samples per row)."""
+
+
 @rule(RULES, O.RANDOM_MULTINOMIAL)
 def random_multinomial(g: OpGen):
     t = g.signature().inputs[0]
-    logits = g.data(t, rank=2, primary=True, domain=STABLE)
-    samples = g.src.integer(1, 8)
+    logits = g.data(
+        t, rank=2, primary=True, domain=STABLE, accept=_few_rows, make=_multinomial_dims(g)
+    )
+    samples = max(1, g.max_elements // logits.dims[0])
     seeds = g.fresh(T.TENSOR_INT32, (2,), domain=Domain(0, 1 << 20))
     ins = [logits, g.scalar(T.INT32, samples), seeds]
     hi = logits.dims[1]
-    return ins, [g.output(T.TENSOR_INT32, lo=0, hi=hi, chainable=False, exact=True)]
+    # Not exact: a correct driver may draw other samples (see SAMPLING_OPERATIONS).
+    return ins, [g.output(T.TENSOR_INT32, lo=0, hi=hi, chainable=False)]
+
+
+def _few_rows(t) -> bool:
+    return t.dims[0] <= MULTINOMIAL_ROWS
+
+
+def _multinomial_dims(g: OpGen):
+    def make() -> tuple[int, int]:
+        return g.src.integer(1, MULTINOMIAL_ROWS), g.src.integer(1, min(32, g.config.max_dim))
+
+    return make
