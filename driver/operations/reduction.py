@@ -84,11 +84,16 @@ def sequential_fold(rows: np.ndarray, ufunc: np.ufunc, identity) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are results too
         if n_out == 1:
             # A 1-D ufunc.reduce may reassociate (pairwise sums); accumulate never does.
-            return ufunc.accumulate(rows[:, 0])[-1:]
-        # Reducing axis 0 of a C-contiguous matrix applies the ufunc row after row to
-        # whole rows (the inner loop runs along a row), i.e. sequentially per column.
-        # tests/operations/test_reduction.py checks this against a scalar loop.
-        return ufunc.reduce(rows, axis=0)
+            folded = ufunc.accumulate(rows[:, 0])[-1:]
+        else:
+            # Reducing axis 0 of a C-contiguous matrix applies the ufunc row after row to
+            # whole rows (the inner loop runs along a row), i.e. sequentially per column.
+            # tests/operations/test_reduction.py checks this against a scalar loop.
+            folded = ufunc.reduce(rows, axis=0)
+        # Android starts from the identity, numpy from rows[0]; the two folds differ only
+        # by the sign of an all -0.0 sum (0.0 + -0.0 is +0.0), which one more step of the
+        # identity restores (x + 0.0 and x * 1 are x for every other x).
+        return ufunc(folded, rows.dtype.type(identity), out=folded)
 
 
 def tree_fold(rows: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
@@ -198,9 +203,21 @@ def _extreme_execute(is_max: bool):
             out = np.full(rows.shape[1], start, dtype=x.dtype)
         else:
             out = ufunc(tree_fold(rows, ufunc), start)
+            if x.dtype.kind == "f":
+                _first_zero_sign(rows, out)
         return [out.reshape(ctx.output_shape(0))]
 
     return execute
+
+
+def _first_zero_sign(rows: np.ndarray, out: np.ndarray) -> None:
+    """In place: a zero extreme takes the sign of the first zero of its column.
+    ``std::max(acc, x)`` keeps ``acc`` on a tie, so Android's fold returns the first of
+    -0.0 and 0.0 it meets; the tree fold pairs elements out of order."""
+    columns = np.flatnonzero(out == 0)
+    if columns.size:
+        zeros = rows[:, columns] == 0
+        out[columns] = rows[zeros.argmax(axis=0), columns]
 
 
 def _bool_execute(is_any: bool):

@@ -200,6 +200,43 @@ def test_reduce_max_min_skip_nan_and_carry_quantization():
     np.testing.assert_array_equal(got, [3])
 
 
+@pytest.mark.parametrize("t", [F32, F16])
+@pytest.mark.parametrize(
+    "op, values, negative",
+    [
+        # acc = std::max(acc, x) is (acc < x) ? x : acc: on a tie it keeps acc, so the
+        # first of -0.0 and 0.0 in row-major order is the result.
+        (O.REDUCE_MAX, [-1.0, -0.0, 0.0, -1.0], True),
+        (O.REDUCE_MAX, [-1.0, 0.0, -0.0, -1.0], False),
+        (O.REDUCE_MAX, [0.0, 0.0, 0.0, -0.0, -0.0, -0.0], False),
+        (O.REDUCE_MIN, [1.0, -0.0, 0.0, 1.0], True),
+        (O.REDUCE_MIN, [1.0, 0.0, -0.0, 2.0], False),
+        # The sum starts from 0.0f: 0.0 + -0.0 is +0.0, so no sum (or mean) is -0.0.
+        (O.REDUCE_SUM, [-0.0, -0.0, -0.0], False),
+        (O.MEAN, [-0.0, -0.0], False),
+        # The product starts from 1: 1 * -0.0 = -0.0, (-0.0) * (-0.0) = +0.0.
+        (O.REDUCE_PROD, [-0.0], True),
+        (O.REDUCE_PROD, [-0.0, -0.0], False),
+    ],
+)
+def test_zero_results_keep_androids_sign(t, op, values, negative):
+    keep = i(0) if op == O.MEAN else b(False)
+    got = run1(op, [tensor(t, values), i32([0]), keep], t)
+    assert got.tolist() == [0.0] and bool(np.signbit(got[0])) == negative
+
+
+def test_reduce_max_zero_sign_per_column():
+    # Columns [-0, 0], [0, -0], [-1, 0], [-0, -1] (reduced over axis 0): MAX keeps the
+    # first zero of each column; MIN gives -0, 0, -1, -1.
+    x = np.array([[-0.0, 0.0, -1.0, -0.0], [0.0, -0.0, 0.0, -1.0]], np.float32)
+    got = run1(O.REDUCE_MAX, [tensor(F32, x), i32([0]), b(False)])
+    assert got.tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert np.signbit(got).tolist() == [True, False, False, True]
+    got = run1(O.REDUCE_MIN, [tensor(F32, x), i32([0]), b(False)])
+    assert got.tolist() == [0.0, 0.0, -1.0, -1.0]
+    assert np.signbit(got).tolist() == [True, False, True, True]
+
+
 def test_reduce_any_all():
     x = np.array([[[True, False], [False, False]], [[True, True], [True, False]]])
     got = run1(O.REDUCE_ANY, [tensor(B8, x), i32([1, 2]), b(False)], B8)
