@@ -307,6 +307,18 @@ def test_lstm_optional_operand_combinations():
     assert len(combos) == 2 * 2 * 3 * 2
 
 
+def test_transpose_omits_its_permutation_only_on_a_matrix():
+    """Android's Transpose.cpp reads an omitted perm as the 2-D transpose only: a graph
+    with one on another rank would fail a driver built from Android's code."""
+    ranks_omitted = set()
+    for seed in range(200 * SCALE):
+        main = generate(seed, "single", operations=frozenset({O.TRANSPOSE})).model.main
+        for op in main.operations:
+            if op.type == O.TRANSPOSE and main.operands[op.inputs[1]].lifetime == L.NO_VALUE:
+                ranks_omitted.add(len(main.operands[op.inputs[0]].dimensions))
+    assert ranks_omitted == {2}
+
+
 # --- execution and specs ------------------------------------------------------------------
 
 

@@ -107,8 +107,11 @@ def transpose(g: OpGen):
     t = g.signature().inputs[0]
     x = g.data(t, ranks=(1, 4), primary=True)
     r = len(x.dims)
-    if g.src.boolean(0.2):
-        perm = g.omitted(I32)  # reverse the dimensions
+    # An omitted perm only on a matrix: Android's Transpose.cpp reads it as the 2-D
+    # transpose and fails other ranks at run time, while the reference (like numpy)
+    # reverses any rank; drivers may follow either.
+    if g.src.boolean(0.2) and r == 2:
+        perm = g.omitted(I32)
     else:
         order = list(range(r))
         g.src.shuffle(order)
