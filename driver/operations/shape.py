@@ -332,6 +332,11 @@ TRANSPOSE = OperationDeclaration(
     execute=_execute_transpose,
     validate=_validate_transpose,
     summary="Permutes the dimensions (an omitted permutation reverses them).",
+    notes=(
+        "An omitted permutation reverses the dimensions at any rank; Android's "
+        "Transpose.cpp takes it as the 2-D transpose and fails other ranks at run time "
+        "(the generator omits it only at rank 2).",
+    ),
 )
 
 
