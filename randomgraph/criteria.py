@@ -31,6 +31,7 @@ SAMPLING_OPERATIONS = frozenset({OperationType.RANDOM_MULTINOMIAL})
 from a multinomial distribution"; Android's CTS checks only the class frequencies), so a
 correct driver need not reproduce the reference's Philox stream: random graphs compare
 these outputs with :func:`check_multinomial` at :func:`sampling_tolerance`."""
+
 FLOAT_TYPES = {T.TENSOR_FLOAT32, T.FLOAT32, T.TENSOR_FLOAT16, T.FLOAT16}
 BOOL_TYPES = {T.TENSOR_BOOL8, T.BOOL}
 FP16_TOLERANCE = 5.0 * 0.0009765625
@@ -141,7 +142,7 @@ def check_multinomial(
     if classes is not None:
         outside = (a < 0) | (a > classes)
         if outside.any():
-            rule = f"samples must be class indexes 0..{classes - 1}"
+            rule = f"samples must be class indexes 0..{classes - 1} (or {classes}: no finite logit)"
             return Mismatch(output, int(outside.sum()), outside.size, _first(outside, a, e), rule)
     classes = int(max(a.max(initial=0), e.max(initial=0))) + 1
     worst = 0.0

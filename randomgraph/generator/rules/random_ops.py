@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from randomgraph.generator.core import OpGen
+from randomgraph.generator.core import OpGen, Tensor
 from randomgraph.generator.rules.base import O, T, rule
 from randomgraph.generator.values import STABLE, Domain
 
@@ -55,7 +55,7 @@ def random_multinomial(g: OpGen):
     return ins, [g.output(T.TENSOR_INT32, lo=0, hi=hi, chainable=False)]
 
 
-def _few_rows(t) -> bool:
+def _few_rows(t: Tensor) -> bool:
     return t.dims[0] <= MULTINOMIAL_ROWS
 
 
