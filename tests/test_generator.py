@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 
 from driver.executor import Executor
-from driver.hal.types import QUANT8_TYPES, STANDARD_OPERATIONS, HalVersion
+from driver.hal.types import QUANT8_TYPES, STANDARD_OPERATIONS, HalVersion, is_scalar_type
 from driver.hal.types import OperandLifeTime as L
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.memory import pool_buffer
 from driver.validation import validate_model
 from randomgraph.choices import PrngSource
 from randomgraph.coverage import Coverage, allowed_data_types
@@ -317,6 +318,118 @@ def test_transpose_omits_its_permutation_only_on_a_matrix():
             if op.type == O.TRANSPOSE and main.operands[op.inputs[1]].lifetime == L.NO_VALUE:
                 ranks_omitted.add(len(main.operands[op.inputs[0]].dimensions))
     assert ranks_omitted == {2}
+
+
+def _transpose_conv_int32s(model, operand) -> np.ndarray:
+    loc = operand.location
+    if operand.lifetime == L.CONSTANT_COPY:
+        data = bytes(model.operand_values[loc.offset : loc.offset + loc.length])
+    else:
+        data = bytes(pool_buffer(model.pools[loc.pool_index])[loc.offset : loc.offset + loc.length])
+    return np.frombuffer(data, dtype="<i4")
+
+
+def test_transpose_conv_requests_the_shape_it_outputs():
+    """TRANSPOSE_CONV_2D's output-shape tensor (implicit padding) is the output's shape,
+    also with VALID padding and a filter shorter than the stride, where Android's
+    TransposeConv2D.cpp outputs (in - 1) * stride + filter, not in * stride: a driver
+    sizing its output from the tensor, as the doc describes it, must not disagree."""
+    seen = set()  # (padding code, some filter shorter than its stride)
+    for seed in range(300 * SCALE):
+        model = generate(seed, "single", operations=frozenset({O.TRANSPOSE_CONV_2D})).model
+        main = model.main
+        for op in main.operations:
+            if op.type != O.TRANSPOSE_CONV_2D or len(op.inputs) != 9:
+                continue
+            out = main.operands[op.outputs[0]].dimensions
+            if not out or 0 in out:  # output dims left to the driver
+                continue
+            requested = _transpose_conv_int32s(model, main.operands[op.inputs[3]])
+            assert tuple(requested) == tuple(out)
+            filt = main.operands[op.inputs[1]].dimensions
+            strides = [
+                int(_transpose_conv_int32s(model, main.operands[op.inputs[i]])[0]) for i in (5, 6)
+            ]
+            code = int(_transpose_conv_int32s(model, main.operands[op.inputs[4]])[0])
+            seen.add((code, filt[2] < strides[0] or filt[1] < strides[1]))
+    assert seen == {(1, False), (1, True), (2, False), (2, True)}
+
+
+def _int32_constant(model, operand) -> int:
+    assert operand.lifetime == L.CONSTANT_COPY
+    off = operand.location.offset
+    return int.from_bytes(model.operand_values[off : off + 4], "little", signed=True)
+
+
+def test_lsh_projection_dense_always_has_its_weight():
+    """Android's LSHProjection::Prepare wants all 4 inputs for DENSE
+    (NN_CHECK_EQ(NumInputsWithValues, 4)); only the sparse kinds may omit the weight."""
+    seen = set()
+    for seed in range(300 * SCALE):
+        model = generate(seed, "single", operations=frozenset({O.LSH_PROJECTION})).model
+        main = model.main
+        for op in main.operations:
+            if op.type == O.LSH_PROJECTION:
+                kind = _int32_constant(model, main.operands[op.inputs[3]])
+                seen.add((kind, main.operands[op.inputs[2]].lifetime == L.NO_VALUE))
+    assert (2, True) not in seen
+    assert {(2, False), (1, True), (3, True)} <= seen
+
+
+def test_rnn_activation_is_never_relu1():
+    """Android's RNN::RNNStep (RNN and both sequence RNNs) applies ActivationFunctor,
+    which aborts on kActivationRelu1; the other FuseCodes still come up."""
+    rnns = (O.RNN, O.UNIDIRECTIONAL_SEQUENCE_RNN, O.BIDIRECTIONAL_SEQUENCE_RNN)
+    position = {O.RNN: 5, O.UNIDIRECTIONAL_SEQUENCE_RNN: 5, O.BIDIRECTIONAL_SEQUENCE_RNN: 12}
+    seen = {op: set() for op in rnns}
+    for seed in range(300 * SCALE):
+        model = generate(seed, "single", operations=frozenset(rnns)).model
+        main = model.main
+        for op in main.operations:
+            if op.type in rnns:
+                act = _int32_constant(model, main.operands[op.inputs[position[op.type]]])
+                seen[op.type].add(act)
+    for op in rnns:
+        assert seen[op] == {0, 1, 3}, (op, seen[op])
+
+
+def _unknown_size(operand) -> bool:
+    """A tensor declared without its full shape (scalars always have a size)."""
+    if is_scalar_type(operand.type):
+        return False
+    return not operand.dimensions or 0 in operand.dimensions
+
+
+def test_control_flow_operands_are_fully_sized():
+    """Android 11 rejects an IF/WHILE whose outer or inner inputs/outputs have unknown
+    size in a driver's model (validateControlFlowOperandUnknownSize; ValidateHal allows
+    them in RUNTIME mode only). Operands of unknown size still occur elsewhere."""
+    cf_ops = 0
+    unknown_elsewhere = False
+    for seed in range(150 * SCALE):
+        graph = generate(seed, "small", operations=frozenset({O.IF, O.WHILE}))
+        model = graph.model
+        for sg in (model.main, *model.referenced):
+            cf_operands = set()
+            for op in sg.operations:
+                if op.type not in (O.IF, O.WHILE):
+                    continue
+                cf_ops += 1
+                for i in (*op.inputs, *op.outputs):
+                    o = sg.operands[i]
+                    if o.type == T.SUBGRAPH:
+                        # The referenced subgraph's own inputs and outputs.
+                        ref = model.referenced[o.location.offset]
+                        for j in (*ref.input_indexes, *ref.output_indexes):
+                            assert not _unknown_size(ref.operands[j]), (graph.name, op.type)
+                        continue
+                    cf_operands.add(i)
+                    assert not _unknown_size(o), (graph.name, op.type, o)
+            for i, o in enumerate(sg.operands):
+                if i not in cf_operands and o.lifetime == L.TEMPORARY_VARIABLE and _unknown_size(o):
+                    unknown_elsewhere = True
+    assert cf_ops > 100
+    assert unknown_elsewhere
 
 
 # --- execution and specs ------------------------------------------------------------------

@@ -16,6 +16,15 @@ WHILE
 
 Subgraph operands are ordered so that a dumped spec reloads identically: inputs are
 first used in their positional order (unused ones last), outputs are produced in order.
+
+Every IF/WHILE operand, outer or inner, input or output, is declared with its full shape:
+Android 11 rejects a control-flow operand of unknown size in a driver's model
+(``validateControlFlowOperandUnknownSize`` in ``Utils.cpp``'s ``validateIfOperation`` /
+``validateWhileOperation``; ``ValidateHal.cpp`` allows it only in RUNTIME mode: "1.3 HAL
+does not support CF operations with operands of unknown size"), though the doc allows
+it. So the rules pick only fully declared tensors as outer inputs, make no branch output
+whose size only the kernel knows, and undo the random unknown-dims declaration
+(``Generator.finish``) on subgraph outputs and on the operations' own outputs.
 """
 
 from __future__ import annotations
@@ -74,6 +83,19 @@ def _outer(inner: Tensor) -> Tensor:
     if inner.dims is None:
         t.declared = inner.declared
     return t
+
+
+def _fully_declared(t: Tensor) -> bool:
+    """Whether ``t`` is declared with its whole shape (a valid control-flow operand)."""
+    return t.declared is None
+
+
+def _declare_sized(ts) -> None:
+    """Declare each tensor with its true (known) dims: it becomes a control-flow operand,
+    which Android needs fully sized (module docstring)."""
+    for t in ts:
+        if t.dims is not None:
+            t.declared = None
 
 
 def _pick_type(g: OpGen, choices) -> int:
@@ -161,7 +183,7 @@ def if_(g: OpGen):
     outer_ins = []
     for k in range(g.src.integer(1, 3)):
         t = _pick_type(g, _IF_TYPES)
-        outer_ins.append(g.data(t, ranks=(1, 4), primary=k == 0))
+        outer_ins.append(g.data(t, ranks=(1, 4), primary=k == 0, accept=_fully_declared))
     then = Graph(depth=depth, inputs=[_inner(t) for t in outer_ins])
     pairs = dict(zip(map(id, then.inputs), outer_ins))
     gen.grow(then, gen.subgraph_operations(depth), g.src.integer(1, g.config.subgraph_ops))
@@ -169,6 +191,8 @@ def if_(g: OpGen):
     _order_inputs(then)
     then.outputs = _first_use_outputs(then)
     require(bool(then.outputs), "branch without outputs")
+    require(all(t.dims is not None for t in then.outputs), "branch output of unknown size")
+    _declare_sized(then.outputs)
     else_ = _clone(then, g.src, depth)
     cond = g.data(T.TENSOR_BOOL8, dims=(1,), accept=lambda t: t.declared is None)
     g.primary_type = outer_ins[0].type
@@ -183,6 +207,7 @@ def _control_flow(g: OpGen, ins, outs) -> None:
     """IF/WHILE skip the declaration hooks here (they need the finished model); the
     subgraphs are valid by construction and the whole model is validated by tests."""
     g.gen.finish(g, list(ins), list(outs))
+    _declare_sized(outs)  # finish may have declared them of unknown size
 
 
 # ---------------------------------------------------------------------------------------
@@ -305,8 +330,10 @@ def _nested_if(g: OpGen, graph: Graph, x: Tensor, counter: Tensor):
         return [counter, k], [h.output(T.TENSOR_BOOL8, dims=(1,), exact=True)]
 
     (cond,) = _op(g, graph, O.LESS, make_cond)
+    _declare_sized([x])  # an earlier step's output, now an IF input
     then = Graph(depth=depth, inputs=[_inner(x)])
     inner_out, fn_then = _chain(g, then, then.inputs[0], None, False)
+    _declare_sized([inner_out])
     then.outputs = [inner_out]
     else_ = _clone(then, g.src, depth)
     h = OpGen(g.gen, graph, O.IF)
@@ -317,6 +344,7 @@ def _nested_if(g: OpGen, graph: Graph, x: Tensor, counter: Tensor):
     out.lo, out.hi = min(lo, x.lo), max(hi, x.hi)
     h.primary_type = x.type
     g.gen.finish(h, ins, [out])
+    _declare_sized([out])
     return out, lambda b: (min(fn_then(b)[0], b[0]), max(fn_then(b)[1], b[1]))
 
 
@@ -329,6 +357,7 @@ def while_(g: OpGen):
         dims=(1,),
         domain=Domain(0, 2, accept_lo=0, accept_hi=2, stable=True),
         primary=False,
+        accept=_fully_declared,
     )
     require(math.isfinite(start.lo) and start.lo >= 0, "counter start")
     trips = g.src.integer(0, 3)
@@ -338,7 +367,7 @@ def while_(g: OpGen):
     least = 0 if g.config.data_types is None else 1
     for k in range(g.src.integer(least, 2)):
         t = _pick_type(g, _CARRIED_TYPES)
-        carried.append(g.data(t, ranks=(1, 4), primary=k == 0))
+        carried.append(g.data(t, ranks=(1, 4), primary=k == 0, accept=_fully_declared))
     input_only = not carried
     bound_outer = None
     if input_only:
@@ -378,6 +407,7 @@ def while_(g: OpGen):
         y, fn = _chain(g, body, x, b_counter, allow_if=True)
         outs_inner.append(y)
         bound_fns.append(fn)
+    _declare_sized(outs_inner)
     body.outputs = outs_inner
 
     outs = [_outer(start)]

@@ -27,7 +27,10 @@ def lsh_projection(g: OpGen):
     hash_t = g.fresh(th, (functions, bits), domain=Domain(-1.0, 1.0))
     domain = STABLE if tin != T.TENSOR_INT32 else Domain(-50, 50, stable=True)
     x = g.data(tin, ranks=(1, 3), primary=True, domain=domain)
-    if g.src.boolean(0.3):
+    # DENSE always has its weight: Android's LSHProjection::Prepare checks
+    # NN_CHECK_EQ(NumInputsWithValues, 4) for DENSE (only SPARSE may omit it), though the
+    # doc calls the weight optional. The choice is still drawn, keeping the stream.
+    if g.src.boolean(0.3) and kind != _DENSE:
         weight = g.omitted(tw)
     else:
         weight = g.fresh(tw, (x.dims[0],), domain=Domain(0.25, 2.0))

@@ -29,6 +29,18 @@ def _cell(g: OpGen, t: int, n_input: int, units: int, n_batch: int) -> list[Tens
     ]
 
 
+_RELU1 = 2
+
+
+def _activation(g: OpGen) -> int:
+    """A FuseCode for RNN/UNIDIRECTIONAL_SEQUENCE_RNN/BIDIRECTIONAL_SEQUENCE_RNN, never
+    RELU1: Android's RNN::RNNStep applies ``ActivationFunctor``, whose switch has no
+    kActivationRelu1 case and aborts on it (the doc allows any FuseCode). RELU1 is drawn
+    as before and read as RELU6, keeping the choice stream."""
+    act = g.activation()
+    return 3 if act == _RELU1 else act
+
+
 def _bound(act: int, x: Tensor, cell: list[Tensor]) -> float:
     m = 2 * (1.0 + magnitude(x) + magnitude(cell[3]))
     return {0: m, 1: m, 2: 1.0, 3: 6.0}[act]
@@ -40,7 +52,7 @@ def rnn(g: OpGen):
     x = g.data(t, rank=2, primary=True, domain=_BOUND_INPUT)
     n_batch, n_input = x.dims
     cell = _cell(g, t, n_input, g.src.integer(1, 8), n_batch)
-    act = g.activation()
+    act = _activation(g)
     b = _bound(act, x, cell)
     lo = 0.0 if act in (1, 3) else -b
     outs = [g.output(t, lo=lo, hi=b), g.output(t, lo=lo, hi=b)]
@@ -55,7 +67,7 @@ def uni_rnn(g: OpGen):
     time_major = g.src.boolean(0.5)
     n_batch = x.dims[1] if time_major else x.dims[0]
     cell = _cell(g, t, x.dims[2], g.src.integer(1, 8), n_batch)
-    act = g.activation()
+    act = _activation(g)
     b = _bound(act, x, cell)
     lo = 0.0 if act in (1, 3) else -b
     outs = [g.output(t, lo=lo, hi=b) for _ in sig.outputs]
@@ -85,7 +97,7 @@ def bi_rnn(g: OpGen):
         bw_aux = _weights(g, t, bw[0].dims[0], aux_size, 1.0 / aux_size)
     else:
         fw_aux, bw_aux = g.omitted(t), g.omitted(t)
-    act = g.activation()
+    act = _activation(g)
     ins = [x, *fw, *bw, aux if aux is not None else g.omitted(t), fw_aux, bw_aux]
     ins += [g.scalar(T.INT32, act), g.scalar(T.BOOL, time_major), g.scalar(T.BOOL, merge)]
     b = max(_bound(act, x, fw), _bound(act, aux or x, bw)) * 2
