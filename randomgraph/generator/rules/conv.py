@@ -188,8 +188,15 @@ def transpose_conv(g: OpGen):
         ins += [g.scalar(T.INT32, v) for v in (*pads, sw, sh, act)]
     else:
         code = PADDING_SAME if g.src.boolean(0.5) else PADDING_VALID
-        oh = h * sh if code == PADDING_SAME else h * sh + max(kh - sh, 0)
-        ow = w * sw if code == PADDING_SAME else w * sw + max(kw - sw, 0)
+        # Request the shape the operation produces: Android's TransposeConv2D.cpp reads
+        # only the padding from this tensor and outputs computeOutSizeTransposeConv,
+        # (in - 1) * stride + filter with VALID (no padding) and in * stride with SAME.
+        # With VALID and a filter shorter than the stride, in * stride (a shape TF also
+        # accepts) would declare an output other than the one requested: a driver that
+        # sizes its output from this tensor, as the doc says it specifies the output
+        # shape, would then be reported failing.
+        oh = h * sh if code == PADDING_SAME else (h - 1) * sh + kh
+        ow = w * sw if code == PADDING_SAME else (w - 1) * sw + kw
         shape = (n, cout, oh, ow) if nchw else (n, oh, ow, cout)
         ins.append(g.const(I32, (4,), list(shape)))
         ins += [g.scalar(T.INT32, v) for v in (code, sw, sh, act)]
