@@ -144,11 +144,11 @@ def check_multinomial(
         if outside.any():
             rule = f"samples must be class indexes 0..{classes - 1} (or {classes}: no finite logit)"
             return Mismatch(output, int(outside.sum()), outside.size, _first(outside, a, e), rule)
-    classes = int(max(a.max(initial=0), e.max(initial=0))) + 1
+    bins = int(max(a.max(initial=0), e.max(initial=0))) + 1
     worst = 0.0
     for row_a, row_e in zip(a, e):
-        fa = np.bincount(row_a.astype(np.int64), minlength=classes) / max(1, row_a.size)
-        fe = np.bincount(row_e.astype(np.int64), minlength=classes) / max(1, row_e.size)
+        fa = np.bincount(row_a.astype(np.int64), minlength=bins) / max(1, row_a.size)
+        fe = np.bincount(row_e.astype(np.int64), minlength=bins) / max(1, row_e.size)
         worst = max(worst, float(np.abs(fa - fe).max()))
     if worst <= tolerance:
         return None

@@ -73,36 +73,39 @@ QUANT8 = (_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def explicit_padding(
-    in_size: int, stride: int, filter_size: int, padding_code: int, dilation: int = 1
+    in_size: int,
+    stride: int,
+    filter_size: int,
+    padding_code: int,
+    dilation: int = 1,
+    *,
+    tight_tail: bool = False,
 ) -> tuple[int, int]:
-    """Android's ``calculateExplicitPadding``: (head, tail) for an implicit padding code.
-    SAME pads so that ``ceil(in / stride)`` outputs exist, the odd pixel at the tail;
-    VALID (and any other code) pads nothing."""
+    """Android's ``calculateExplicitPaddingImpl``: (head, tail) for an implicit padding
+    code. SAME pads so that ``ceil(in / stride)`` outputs exist, the odd pixel at the
+    tail; VALID (and any other code) pads nothing. ``tight_tail`` (Android's
+    ``isTransposeConv``) makes the tail ``total - head`` even when the total is negative
+    ("make padding tail fit tightly to the end of the last stride")."""
     if padding_code != PADDING_SAME:
         return 0, 0
     effective = (filter_size - 1) * dilation + 1
     out = (in_size + stride - 1) // stride
     total = (out - 1) * stride + effective - in_size
-    if total <= 0:
+    head = total // 2 if total > 0 else 0
+    if total <= 0 and not tight_tail:
         return 0, 0
-    return total // 2, total - total // 2
+    return head, total - head
 
 
 def explicit_padding_transpose(
     out_size: int, stride: int, filter_size: int, padding_code: int
 ) -> tuple[int, int]:
-    """Android's ``calculateExplicitPaddingTransposeConv`` for TRANSPOSE_CONV_2D's
-    output-shape form: SAME pads as a forward convolution over the requested output size
-    would, but the tail is always ``total - head`` ("make padding tail fit tightly to the
-    end of the last stride"), negative when the filter is shorter than the stride's last
-    step (stride 2, filter 1, 4 outputs: (0, -1)). The computed output size then is the
-    requested one, its last positions reached by no filter tap (they get only the bias)."""
-    if padding_code != PADDING_SAME:
-        return 0, 0
-    out = (out_size + stride - 1) // stride
-    total = (out - 1) * stride + filter_size - out_size
-    head = total // 2 if total > 0 else 0
-    return head, total - head
+    """``calculateExplicitPaddingTransposeConv`` for TRANSPOSE_CONV_2D's output-shape
+    form: SAME pads as a forward convolution over the requested output size would, the
+    tail negative when the filter is shorter than the stride's last step (stride 2,
+    filter 1, 4 outputs: (0, -1)). The computed output size then is the requested one,
+    its last positions reached by no filter tap (they get only the bias)."""
+    return explicit_padding(out_size, stride, filter_size, padding_code, tight_tail=True)
 
 
 def out_size(

@@ -194,7 +194,7 @@ def if_(g: OpGen):
     require(all(t.dims is not None for t in then.outputs), "branch output of unknown size")
     _declare_sized(then.outputs)
     else_ = _clone(then, g.src, depth)
-    cond = g.data(T.TENSOR_BOOL8, dims=(1,), accept=lambda t: t.declared is None)
+    cond = g.data(T.TENSOR_BOOL8, dims=(1,), accept=_fully_declared)
     g.primary_type = outer_ins[0].type
     ins = [cond, g.subgraph(then), g.subgraph(else_)] + [pairs[id(t)] for t in then.inputs]
     outs = [_outer(t) for t in then.outputs]
