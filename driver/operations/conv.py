@@ -195,6 +195,9 @@ class ParamForm:
     dilation: tuple[int, int] | None = None  # (width, height)
     extra: int | None = None  # depth multiplier / number of groups
     output_shape: int | None = None  # TRANSPOSE_CONV_2D's implicit form
+    # TRANSPOSE_CONV_2D: right and bottom padding may be negative (Android's
+    # TransposeConv2dParam::initialize checks only left and top >= 0).
+    negative_tail: bool = False
 
     @property
     def implicit(self) -> bool:
@@ -247,8 +250,8 @@ def read_params(ctx: OperationContext, form: ParamForm, what: str = "") -> ConvP
     else:
         code = None
         pads = tuple([scalar(i) for i in form.padding])
-        for i, p in zip(form.padding, pads):
-            if p < 0:
+        for k, (i, p) in enumerate(zip(form.padding, pads)):
+            if p < 0 and not (form.negative_tail and k % 2):  # k odd: right, bottom
                 raise ctx.invalid(f"input {i} (padding) must be >= 0, got {p}")
     iw, ih = form.stride
     sw, sh = scalar(iw), scalar(ih)
@@ -317,7 +320,7 @@ def _depthwise_form(ctx: OperationContext) -> ParamForm:
 _GROUPED_IMPLICIT = ParamForm((3,), (4, 5), 7, 8, extra=6)
 _GROUPED_EXPLICIT = ParamForm((3, 4, 5, 6), (7, 8), 10, 11, extra=9)
 _TRANSPOSE_IMPLICIT = ParamForm((4,), (5, 6), 7, 8, output_shape=3)
-_TRANSPOSE_EXPLICIT = ParamForm((3, 4, 5, 6), (7, 8), 9, 10)
+_TRANSPOSE_EXPLICIT = ParamForm((3, 4, 5, 6), (7, 8), 9, 10, negative_tail=True)
 
 
 def _grouped_form(ctx: OperationContext) -> ParamForm:

@@ -571,6 +571,40 @@ def test_transpose_conv_same_negative_tail_keeps_the_requested_shape():
     np.testing.assert_array_equal(y.reshape(6, 6), want)
 
 
+@pytest.mark.parametrize(
+    "pads, out_w, valid",
+    [
+        # (left, right, top, bottom); width 2 * 2 + 3 - 2 - left - right
+        ((0, -1, 0, 0), 6, True),  # a negative tail widens the output: Android allows it
+        ((0, -2, 0, -1), 7, True),
+        ((-1, 0, 0, 0), 6, False),  # the head must be >= 0
+        ((0, 0, -1, 0), 5, False),
+    ],
+)
+def test_transpose_conv_explicit_padding_tail_may_be_negative(pads, out_w, valid):
+    # TransposeConv2dParam::initialize checks only paddingLeft/paddingTop >= 0 (its
+    # comment: the tail may be negative); CONV_2D's explicit pads are all >= 0.
+    x = np.array([1, 2], dtype=np.float32).reshape(1, 1, 2, 1)
+    f = np.array([1, 10, 100], dtype=np.float32).reshape(1, 1, 3, 1)
+    ins = [
+        tensor(T.TENSOR_FLOAT32, x),
+        tensor(T.TENSOR_FLOAT32, f, const=True),
+        tensor(T.TENSOR_FLOAT32, [0.0], const=True),
+    ]
+    left, right, top, bottom = pads
+    out_h = 1 - top - bottom
+    params = [I(left), I(right), I(top), I(bottom), I(2), I(1), I(0), scalar(T.BOOL, False)]
+    outs = [output(T.TENSOR_FLOAT32, (1, out_h, out_w, 1))]
+    if not valid:
+        assert "padding" in _rejects(lambda: run_op(O.TRANSPOSE_CONV_2D, ins + params, outs))
+        return
+    (y,) = run_op(O.TRANSPOSE_CONV_2D, ins + params, outs)
+    # [1, 10, 102, 20, 200] then positions no tap reaches (bias only)
+    full = np.zeros((out_h, out_w), dtype=np.float32)
+    full[0, :5] = [1, 10, 102, 20, 200]
+    np.testing.assert_array_equal(y.reshape(out_h, out_w), full)
+
+
 def test_conv_quant8_by_hand():
     # input scale 0.5 zp 10; filter scale 0.5 zp 3; bias scale 0.25; output scale 1 zp 5
     x = np.array([12, 14, 16, 18], dtype=np.uint8).reshape(1, 2, 2, 1)  # reals 1, 2, 3, 4
