@@ -501,7 +501,8 @@ SPLIT = OperationDeclaration(
 def _slice_bounds(ctx: OperationContext) -> list[tuple[int, int]]:
     shape = ctx.shape(0)
     rank = len(shape)
-    ctx.check(1 <= rank <= 4, f"input 0 must have rank 1..4, got shape {list(shape)}")
+    # Any rank from 1 (the doc's "from 1"; Android's Slice.cpp has no upper limit).
+    ctx.check(rank >= 1, f"input 0 must have rank >= 1, got shape {list(shape)}")
     begin = int_vector(ctx, 1, "begin", rank)
     size = int_vector(ctx, 2, "size", rank)
     bounds = []
@@ -518,7 +519,6 @@ def _slice_bounds(ctx: OperationContext) -> list[tuple[int, int]]:
 
 
 def _validate_slice(ctx: OperationContext) -> HalVersion | None:
-    check_max_rank(ctx, 0)
     require_same_quant(ctx)
     return None
 

@@ -352,6 +352,23 @@ def test_slice_rejects(begin, size, match):
     rejects(O.SLICE, [f32(X23), i32(begin), i32(size)], [output(F32)], match)
 
 
+@pytest.mark.parametrize(
+    "shape, begin, size",
+    [
+        ((2, 1, 3, 1, 2), [1, 0, 1, 0, 0], [1, -1, 2, 1, 1]),
+        ((1, 2, 1, 2, 1, 2), [0, 1, 0, 0, 0, 1], [-1, 1, 1, 2, 1, 1]),
+    ],
+)
+def test_slice_takes_any_rank(shape, begin, size):
+    # SLICE's documented rank is "from 1"; Android's Slice.cpp validate has no rank limit
+    # and its evalGeneric walks an n-D index.
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    args = [f32(x), i32(begin), i32(size)]
+    accepts(O.SLICE, args, [output(F32)], V.V1_2)
+    want = x[tuple(slice(b, dim if s == -1 else b + s) for b, s, dim in zip(begin, size, shape))]
+    np.testing.assert_array_equal(run1(O.SLICE, args), want)
+
+
 # --- STRIDED_SLICE ---------------------------------------------------------------------
 
 X10 = np.arange(10, dtype=np.float32)
