@@ -1099,11 +1099,10 @@ def _validate_detection(ctx: OperationContext) -> HalVersion | None:
     for i, what in ((3, "y scale"), (4, "x scale"), (5, "h scale"), (6, "w scale")):
         v = ctx.scalar(i)
         ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}")
-    for i, what in (
-        (8, "max number of detections"),
-        (9, "max classes per detection"),
-        (10, "max detections per class"),
-    ):
+    # Android's prepare (and the doc: "only used when input7 is ...") checks only the
+    # limit the chosen NMS uses: per class when regular, classes per box when fast.
+    used = (10, "max detections per class") if ctx.scalar(7) else (9, "max classes per detection")
+    for i, what in ((8, "max number of detections"), used):
         v = ctx.scalar(i)
         ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}")
     for i, what in ((11, "score threshold"), (12, "IoU threshold")):

@@ -993,13 +993,32 @@ def test_detection_zero_size_anchors_stay_finite():
     assert n.tolist() == [3] and np.isfinite(s).all() and np.isfinite(b).all()
 
 
-@pytest.mark.parametrize("field", ["max_det", "max_cls", "per_cls"])
-def test_detection_rejects_non_positive_limits(field):
-    kw = {field: 0}
-    err = hal_error(
-        lambda: detect([[[0, 1]]], np.zeros((1, 1, 4)), [[1, 1, 1, 1]], regular=True, **kw)
-    )
+@pytest.mark.parametrize(
+    "regular, field, valid",
+    [
+        (True, "max_det", False),
+        (False, "max_det", False),
+        (True, "per_cls", False),
+        (False, "max_cls", False),
+        # The limit the other NMS uses is ignored: Android's prepare checks only the one
+        # in use, and the doc says input 9/10 is "only used when input7 is false/true".
+        (True, "max_cls", True),
+        (False, "per_cls", True),
+    ],
+)
+def test_detection_non_positive_limits(regular, field, valid):
+    def run():
+        return detect(
+            [[[0, 1]]], np.zeros((1, 1, 4)), [[1, 1, 1, 1]], regular=regular, **{field: 0}
+        )
+
+    if valid:
+        _, _, _, n = run()
+        assert n.tolist() == [1]
+        return
+    err = hal_error(run)
     assert err.status == ErrorStatus.INVALID_ARGUMENT
+    assert "must be positive" in err.message
 
 
 # ---------------------------------------------------------------------------------------
