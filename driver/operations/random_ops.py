@@ -404,7 +404,10 @@ def _validate_multinomial(ctx: OperationContext) -> HalVersion | None:
     ctx.check_rank(0, exact=2)
     ctx.check_rank(2, exact=1)
     samples = ctx.scalar(1)
-    ctx.check(samples > 0, f"input 1 (sample count) must be positive, got {samples}")
+    # Zero samples is valid: Android's Multinomial::Prepare takes any count (output
+    # [batches, 0]) and the doc sets no minimum. A negative count becomes a huge uint32
+    # dimension there, which fails at execution.
+    ctx.check(samples >= 0, f"input 1 (sample count) must not be negative, got {samples}")
     return None
 
 

@@ -335,7 +335,7 @@ def test_multinomial_rows_without_finite_logits_give_class_count():
     assert out.tolist() == [[3, 3, 3]]  # Android's upper_bound over an all-zero CDF
 
 
-@pytest.mark.parametrize("samples, seeds", [(0, [1, 2]), (-3, [1, 2]), (2, [1, 2, 3])])
+@pytest.mark.parametrize("samples, seeds", [(-1, [1, 2]), (-3, [1, 2]), (2, [1, 2, 3])])
 def test_multinomial_rejects_bad_parameters(samples, seeds):
     err = hal_error(
         lambda: run_op(
@@ -345,3 +345,15 @@ def test_multinomial_rejects_bad_parameters(samples, seeds):
         )
     )
     assert err.status == ErrorStatus.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("logits, declared", [([[0.0, 1.0]], (1, 0)), ([[0.0], [2.0]], (0, 0))])
+def test_multinomial_accepts_zero_samples(logits, declared):
+    """Android's Multinomial::Prepare takes any sample count (output [batches, 0] for 0)
+    and the doc sets no minimum: zero samples is a valid, empty draw."""
+    (out,) = run_op(
+        O.RANDOM_MULTINOMIAL,
+        [tensor(F32, logits), scalar(T.INT32, 0), tensor(I32, [1, 2])],
+        [output(I32, declared)],
+    )
+    assert out.shape == (len(logits), 0)
