@@ -9,6 +9,7 @@ int32 accumulation of zero-point-offset products plus bias, ``QuantizeMultiplier
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ from driver.operations.base import (
     OperationDeclaration,
     Shape,
     Signature,
+    Unknown,
     dtype_of,
 )
 from driver.operations.base import T as _T
@@ -37,7 +39,10 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
         r = declared_rank(ctx, i)
         if r is not None and r != want:
             raise ctx.invalid(f"input {i} must have rank {want}, got rank {r}")
-    check_activation(ctx, 3)
+    # An activation that is not a constant raises Unknown: it must not skip the scale
+    # rules below (and the HAL 1.2 requirement they set).
+    with contextlib.suppress(Unknown):
+        check_activation(ctx, 3)
     if ctx.input_type(0) not in QUANT8:
         return None
     # The float32 product of float32 scales (their double product is exact, rounded once).
@@ -77,7 +82,7 @@ def _infer(ctx: OperationContext) -> list[Shape]:
 def _execute(ctx: OperationContext) -> list[np.ndarray]:
     (out_shape,) = _infer(ctx)
     x, w, b = ctx.value(0), ctx.value(1), ctx.value(2)
-    act = ctx.scalar(3)
+    act = check_activation(ctx, 3)  # validation may not have known it (a model input)
     x = x.reshape(out_shape[0], w.shape[1])
     if ctx.input_type(0) in QUANT8:
         # float64 products of 9-bit integers are exact (see conv.py).

@@ -195,3 +195,38 @@ def test_quant8_output_scale_rule_before_hal_1_2():
     outs = [output(T.TENSOR_QUANT8_ASYMM, (1, 1), scale=1.0)]  # not > 1.0 * 1.0
     run_op(O.FULLY_CONNECTED, ins, outs, version=HalVersion.V1_2)
     _rejected(lambda: run_op(O.FULLY_CONNECTED, ins, outs, version=HalVersion.V1_1))
+
+
+@pytest.mark.parametrize(
+    "out_scale, bias_scale, version, rule",
+    [
+        (1.0, 1.0, HalVersion.V1_1, "needs HAL 1.2"),  # output scale not > 1.0 * 1.0
+        (2.0, 0.5, HalVersion.V1_3, "bias"),  # bias scale != input * weights scale
+    ],
+)
+def test_scale_rules_hold_when_the_activation_is_a_model_input(
+    out_scale, bias_scale, version, rule
+):
+    # The activation is not a constant, so validation cannot read it; the scale rules
+    # (and the HAL 1.2 requirement FullyConnected.cpp's validate derives from them)
+    # do not depend on it and still apply.
+    ins = [
+        tensor(T.TENSOR_QUANT8_ASYMM, [[1, 2]], scale=1.0),
+        tensor(T.TENSOR_QUANT8_ASYMM, [[1, 2]], scale=1.0, const=True),
+        tensor(T.TENSOR_INT32, [0], scale=bias_scale, const=True),
+        scalar(T.INT32, 0, as_input=True),
+    ]
+    outs = [output(T.TENSOR_QUANT8_ASYMM, (1, 1), scale=out_scale)]
+    assert rule in _rejected(lambda: run_op(O.FULLY_CONNECTED, ins, outs, version=version))
+
+
+def test_activation_given_at_run_time_is_checked():
+    ins = [
+        tensor(T.TENSOR_FLOAT32, [[1, 2]]),
+        tensor(T.TENSOR_FLOAT32, [[1, 2]], const=True),
+        tensor(T.TENSOR_FLOAT32, [0], const=True),
+        scalar(T.INT32, 4, as_input=True),
+    ]
+    with pytest.raises(HalError) as e:
+        run_op(O.FULLY_CONNECTED, ins, [output(T.TENSOR_FLOAT32, (1, 1))])
+    assert "fused activation" in e.value.message
