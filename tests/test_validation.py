@@ -258,6 +258,53 @@ def test_valid_model_passes_from_its_lowest_version(name, build, lowest):
             assert f"HAL {lowest.label}" in e.value.message or "needs HAL" in e.value.message
 
 
+def _adds(*, inputs: int = 1, outputs: int = 1, chain_output: bool = False) -> Model:
+    """ADD(x, x) -> t, read by nobody unless ``chain_output``; ``inputs`` model inputs
+    (only the first one read), ``outputs`` model outputs (ADDs of x), an unused constant."""
+    b = ModelBuilder()
+    xs = [b.add_input(F32, (2,)) for _ in range(inputs)]
+    x = xs[0] if xs else b.add_constant(F32, (2,), [1, 2])
+    b.add_constant(F32, (2,), [3, 4])  # nobody reads it
+    act = b.add_scalar(T.INT32, 0)
+    t = b.add_operand(F32, (2,))
+    b.add_operation(O.ADD, [x, x, act], [t])  # the same operand twice: 2 consumers
+    prev = x
+    for _ in range(outputs):
+        y = b.add_output(F32, (2,))
+        b.add_operation(O.ADD, [prev, x, act], [y])
+        prev = y if chain_output else prev
+    return b.build()
+
+
+def _empty_referenced_subgraph() -> Model:
+    m = subgraph_refs((0, 1))
+    return dataclasses.replace(m, referenced=(m.referenced[0], Subgraph()))
+
+
+# Android 11's validateModel (ValidateHal.cpp: validateOperands, validateGraph,
+# validateModelInputOutputs) accepts these: nothing requires an operand to be consumed,
+# a model to have inputs or outputs, or a referenced subgraph to hold operations.
+# Pinned so that no rule of ours rejects them.
+ODD_BUT_VALID: list[tuple[str, Callable[[], Model], HalVersion]] = [
+    ("no model output", lambda: _adds(outputs=0), V.V1_0),
+    ("no model input", lambda: _adds(inputs=0), V.V1_0),
+    ("an input nobody reads", lambda: _adds(inputs=2), V.V1_0),
+    (
+        "a model output read by a later operation",
+        lambda: _adds(outputs=2, chain_output=True),
+        V.V1_0,
+    ),
+    ("an empty referenced subgraph", _empty_referenced_subgraph, V.V1_3),
+]
+
+
+@pytest.mark.parametrize("name, build, lowest", ODD_BUT_VALID, ids=[v[0] for v in ODD_BUT_VALID])
+def test_models_android_accepts_though_they_look_odd(name, build, lowest):
+    model = build()
+    assert validate_model(model, V.V1_3) == lowest
+    assert validate_model(model, lowest) == lowest
+
+
 def _one_example_per_family():
     seen: dict[str, object] = {}
     for ex in all_examples():
