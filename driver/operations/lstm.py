@@ -1088,6 +1088,17 @@ def _validate_q16(ctx: OperationContext) -> HalVersion | None:
         f"input 13 (previous cell state) must have scale 2^-11 (4 integer bits) and zero "
         f"point 0, got scale {ctx.input_scale(13)}, zero point {ctx.input_zero_point(13)}",
     )
+    # NeuralNetworks.h fixes the outputs' quantization; Android's QuantizedLSTMCell::prepare
+    # copies the previous cell state's and previous output's, and CpuExecutor fails a
+    # model output that declares another (a temporary silently takes the copied one).
+    for k, i in ((0, 13), (1, 14)):
+        ctx.check(
+            _f32_eq(ctx.output_scale(k), ctx.input_scale(i))
+            and ctx.output_zero_point(k) == ctx.input_zero_point(i),
+            f"output {k} must have the scale and zero point of input {i} ({_Q16_NAMES[i]}): "
+            f"({ctx.output_scale(k)}, {ctx.output_zero_point(k)}) vs "
+            f"({ctx.input_scale(i)}, {ctx.input_zero_point(i)})",
+        )
     _q16_sizes(ctx)
     return None
 
@@ -1171,6 +1182,11 @@ QUANTIZED_16BIT_LSTM = OperationDeclaration(
     validate=_validate_q16,
     summary="One quantized LSTM step: uint8 input/output (scale 1/128, zero point 128), "
     "uint8 weights, int32 biases, int16 cell state with 4 integer bits.",
+    notes=(
+        "The outputs have the previous cell state's and previous output's quantization "
+        "(as NeuralNetworks.h says; Android's executor gives them those and fails a model "
+        "output declaring another).",
+    ),
 )
 
 

@@ -758,6 +758,24 @@ def test_quantized_16bit_lstm_quantization_rules():
         validate_model(model, HalVersion.V1_1)
 
 
+@pytest.mark.parametrize(
+    "k, spec, match",
+    [
+        (0, output(T.TENSOR_QUANT16_SYMM, (1, 2), scale=1 / 1024), "output 0.*cell state"),
+        (1, output(T.TENSOR_QUANT8_ASYMM, (1, 2), scale=1 / 128, zero_point=127), "output 1"),
+        (1, output(T.TENSOR_QUANT8_ASYMM, (1, 2), scale=1 / 64, zero_point=128), "output 1"),
+    ],
+)
+def test_quantized_16bit_lstm_outputs_take_the_state_quantization(k, spec, match):
+    """NeuralNetworks.h fixes the outputs' quantization (cell state 2^-11, output 1/128 and
+    128); Android's QuantizedLSTMCell::prepare gives them the previous cell state's and
+    previous output's, and CpuExecutor fails a model output that declares another."""
+    q = q16_case(7, 1, 2, 2)
+    outs = q16_outputs(1, 2)
+    outs[k] = spec
+    _rejects(O.QUANTIZED_16BIT_LSTM, q16_inputs(q), outs, match)
+
+
 # ---------------------------------------------------------------------------------------
 # QUANTIZED_LSTM
 # ---------------------------------------------------------------------------------------
