@@ -66,16 +66,21 @@ def _infer(ctx: OperationContext) -> list[Shape]:
     num_units, input_size = ctx.shape(1)
     if num_units <= 0 or input_size <= 0:
         raise ctx.invalid(f"input 1 (weights) must be non-empty, got shape {list(ctx.shape(1))}")
+    # Each relation is checked once its own shapes are known: Android's validate
+    # (validateShapes) rejects a bias that does not match the weights even when the
+    # input's batch size is unknown.
+    bias = ctx.shapes[2]
+    if bias is not None and bias[0] != num_units:
+        raise ctx.invalid(
+            f"input 2 (bias) has {bias[0]} elements, the weights have {num_units} units"
+        )
     elements = math.prod(ctx.shape(0))  # Python ints: no int64 wrap, no numpy call cost
     if elements % input_size != 0:
         raise ctx.invalid(
             f"input 0 has {elements} elements (shape {list(ctx.shape(0))}), not a multiple of "
             f"the weights' input size {input_size}"
         )
-    if ctx.shape(2)[0] != num_units:
-        raise ctx.invalid(
-            f"input 2 (bias) has {ctx.shape(2)[0]} elements, the weights have {num_units} units"
-        )
+    ctx.shape(2)  # an unknown bias shape: the output shape waits for it (run time)
     return [(elements // input_size, num_units)]
 
 

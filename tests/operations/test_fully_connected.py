@@ -230,3 +230,25 @@ def test_activation_given_at_run_time_is_checked():
     with pytest.raises(HalError) as e:
         run_op(O.FULLY_CONNECTED, ins, [output(T.TENSOR_FLOAT32, (1, 1))])
     assert "fused activation" in e.value.message
+
+
+@pytest.mark.parametrize(
+    "bias_len, valid",
+    [(2, True), (3, False)],
+)
+def test_bias_length_checked_when_the_batch_size_is_unknown(bias_len, valid):
+    # FullyConnected.cpp's validate runs validateShapes whenever every rank is known:
+    # bias length != num_units is rejected though the input's batch dim is unknown.
+    F = T.TENSOR_FLOAT32
+    ins = [
+        tensor(F, np.zeros((1, 3)), declared_dims=(0, 3)),
+        tensor(F, np.zeros((2, 3)), const=True),
+        tensor(F, np.zeros(bias_len), const=True),
+        scalar(T.INT32, 0),
+    ]
+    outs = [output(F, (0, 2))]
+    if valid:
+        (y,) = run_op(O.FULLY_CONNECTED, ins, outs)
+        assert y.shape == (1, 2)
+    else:
+        assert "bias" in _rejected(lambda: run_op(O.FULLY_CONNECTED, ins, outs))
