@@ -346,10 +346,14 @@ class OperationContext:
             raise self.invalid(message)
 
     def check_rank(self, i: int, *, min_rank: int = 0, max_rank: int = 4, exact: int | None = None):
-        """Rank rule for input ``i`` (skipped when its shape is unknown)."""
+        """Rank rule for input ``i``. A shape with unknown dimensions still has the rank
+        its operand declares, which Android's ``hasKnownRank`` checks also hold to;
+        only an unknown rank (no dimensions declared) skips the rule."""
         s = self.shapes[i]
         if s is None:
-            return
+            s = self._input_operands[i].dimensions
+            if not s:
+                return
         r = len(s)
         # Messages are built only on failure: validation runs this for most operations.
         if exact is not None:

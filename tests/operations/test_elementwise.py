@@ -324,6 +324,33 @@ def test_zero_sized_input_is_rejected_where_android_does(op):
         run1(op, [a, tensor(F32, [1.0, 2.0, 3.0])], output(F32, (0, 3)))
 
 
+# The rank rule (OperationContext.check_rank, shared by every family) holds for inputs
+# whose dimensions are only partly known: rank 5 is known from [0, 1, 1, 1, 2], as Android's
+# hasKnownRank checks see it. Only an unknown rank (no dimensions) defers it to run time.
+_RANK_RULE_CASES = [  # operation, type of input 0, the inputs after it
+    (O.ADD, F32, [tensor(F32, [1.0, 2.0]), act(0)]),
+    (O.FLOOR, F32, []),
+    (O.RELU, F32, []),
+    (O.DEQUANTIZE, U8, []),
+]
+
+
+def _partly_known(t: int, dims: tuple[int, ...]):
+    values = np.ones([d or 1 for d in dims])
+    if t == U8:
+        return tensor(U8, values.astype(np.uint8), scale=0.5, declared_dims=dims)
+    return tensor(t, values.astype(np.float32), declared_dims=dims)
+
+
+@pytest.mark.parametrize(
+    "op, t, rest", _RANK_RULE_CASES, ids=[op.name for op, _, _ in _RANK_RULE_CASES]
+)
+@pytest.mark.parametrize("rank5", [(0, 1, 1, 1, 2), (1, 1, 0, 1, 2)])
+def test_rank_rule_applies_to_partly_unknown_dimensions(op, t, rest, rank5):
+    rejects(op, [_partly_known(t, rank5), *rest], [output(F32)], match="must have rank 0..4")
+    accepts(op, [_partly_known(t, (0, 1, 1, 2)), *rest], [output(F32)])
+
+
 # ---------------------------------------------------------------------------------------
 # Int32
 # ---------------------------------------------------------------------------------------
