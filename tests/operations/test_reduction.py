@@ -262,6 +262,26 @@ def test_reduce_rejects():
     )
 
 
+@pytest.mark.parametrize(
+    "op, keep",
+    [
+        (O.MEAN, i(0)),
+        (O.REDUCE_SUM, b(False)),
+        (O.REDUCE_PROD, b(False)),
+        (O.REDUCE_MAX, b(False)),
+        (O.REDUCE_MIN, b(False)),
+    ],
+    ids=lambda c: getattr(c, "name", None),
+)
+def test_rank_limit_applies_when_only_the_rank_is_known(op, keep):
+    # Android's validation (Utils.cpp MEAN's "inputRank > 4", Reduce.cpp's hasKnownRank
+    # check) rejects rank 5 even when a dimension is unspecified.
+    x5 = tensor(F32, np.zeros((1, 2, 1, 2, 3), np.float32), declared_dims=(0, 2, 1, 2, 3))
+    rejects(op, [x5, i32([1]), keep], [output(F32)], r"input 0 must have rank 0\.\.4")
+    x4 = tensor(F32, np.zeros((1, 2, 1, 3), np.float32), declared_dims=(0, 2, 1, 3))
+    validate_model(single_op_model(op, [x4, i32([1]), keep], [output(F32)])[0], V.V1_2)
+
+
 # --- ARGMAX / ARGMIN ---------------------------------------------------------------------
 
 

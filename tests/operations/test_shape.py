@@ -666,6 +666,46 @@ def test_channel_shuffle_rejects(groups, axis, match):
     rejects(O.CHANNEL_SHUFFLE, [f32(np.ones((2, 6, 2))), i(groups), i(axis)], [output(F32)], match)
 
 
+# --- rank limits --------------------------------------------------------------------------
+
+X5 = np.zeros((1, 2, 1, 2, 3), np.float32)
+R5_PARTIAL = (0, 2, 1, 2, 3)  # rank 5 known, dimension 0 not
+R4_PARTIAL = (0, 2, 1, 3)
+
+
+def _rank_limited_cases(dims):
+    """One use of each operation documented "up to 4" on an input declared ``dims``."""
+    x = f32(np.zeros(tuple(d or 1 for d in dims), np.float32), declared_dims=dims)
+    r = len(dims)
+    return [
+        (O.RESHAPE, [x, i32([-1])]),
+        (O.SQUEEZE, [x, i32([2])]),
+        (O.TRANSPOSE, [x, i32(list(range(r)))]),
+        (O.CONCATENATION, [x, x, i(1)]),
+        (O.STRIDED_SLICE, [x, i32([0] * r), i32([1] * r), i32([1] * r), i(0), i(0), i(0)]),
+        (O.PAD, [x, i32([[0, 1]] * r)]),
+        (O.PAD_V2, [x, i32([[0, 1]] * r), scalar(T.FLOAT32, 0.0)]),
+        (O.CHANNEL_SHUFFLE, [x, i(2), i(1)]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "op, inputs", _rank_limited_cases(R5_PARTIAL), ids=lambda c: getattr(c, "name", None)
+)
+def test_rank_limit_applies_when_only_the_rank_is_known(op, inputs):
+    # Android's validation checks the rank whenever it is known (Utils.cpp's
+    # "inputRank > 4"; hasKnownRank in Squeeze/Transpose/Concatenation/StridedSlice/Pad),
+    # even if a dimension is unspecified.
+    rejects(op, inputs, [output(F32)], r"input 0 must have rank 0\.\.4")
+
+
+@pytest.mark.parametrize(
+    "op, inputs", _rank_limited_cases(R4_PARTIAL), ids=lambda c: getattr(c, "name", None)
+)
+def test_rank_4_with_an_unspecified_dimension_is_accepted(op, inputs):
+    accepts(op, inputs, [output(F32)], V.V1_2)
+
+
 # --- quantization is carried, and signed = unsigned - 128 ------------------------------
 
 
