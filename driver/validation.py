@@ -43,6 +43,15 @@ Where this is stricter than Android 11 (documented choices):
 - A pool's declared size must be mappable through its handle (checked for the memory
   names the reference maps).
 
+Deferrable rejections (``HalError.deferrable``): Android 11's validation does not compute
+output shapes (its operations do in ``prepare()``, at execution), nor check the
+quantization conditions its kernels check. Such a rejection (anything ``infer_shapes``
+raises here, a declared output shape the inputs contradict, a hook's
+``ctx.invalid(..., deferrable=True)``) is kept while the remaining operations and subgraphs
+are checked, and raised only if no other rule fails, so a model with both kinds of
+problem reports the one Android's validation makes. (A hook that raises a deferrable
+rejection stops there: its later checks of that operation are not reached.)
+
 An exception other than :class:`HalError` raised inside an operation's ``validate`` or
 ``infer_shapes`` hook is a bug in that hook: it is reported as GENERAL_FAILURE (the
 original exception chained as ``__cause__``) rather than escaping the HAL boundary, and
@@ -111,8 +120,8 @@ _OEM_OPERATION = int(OperationType.OEM_OPERATION)
 _NUM_STANDARD_OPERATIONS = 102
 
 
-def _invalid(message: str) -> HalError:
-    return HalError(ErrorStatus.INVALID_ARGUMENT, message)
+def _invalid(message: str, *, deferrable: bool = False) -> HalError:
+    return HalError(ErrorStatus.INVALID_ARGUMENT, message, deferrable=deferrable)
 
 
 def subgraph_name(index: int | None) -> str:
@@ -448,9 +457,19 @@ def _validate_model(model: Model, version: HalVersion, per_op: list | None) -> H
     if referenced:
         _check_no_cycles(model)
 
-    need = max(need, _check_operations(model, None, version, per_op, operand_needs))
-    for k in range(len(referenced)):
-        need = max(need, _check_operations(model, k, version, None, None))
+    deferred: HalError | None = None  # raised once every subgraph is checked
+    for k in (None, *range(len(referenced))):
+        try:
+            if k is None:
+                need = max(need, _check_operations(model, None, version, per_op, operand_needs))
+            else:
+                need = max(need, _check_operations(model, k, version, None, None))
+        except HalError as e:
+            if not e.deferrable:
+                raise
+            deferred = deferred or e
+    if deferred is not None:
+        raise deferred
     return HalVersion(need)
 
 
@@ -1119,6 +1138,7 @@ def _check_operations(
     make_context = _make_context
     op_names = _OP_NAMES
     need = _V10
+    deferred: HalError | None = None  # the first deferrable rejection (see below)
     for step, op in enumerate(sg.operations):
         t = op.type
         op_name = op_names.get(t)
@@ -1154,13 +1174,17 @@ def _check_operations(
             )
             ctx._indexes = inputs
             ctx._scalars = scalars
+            checked = True  # False: validate raised a deferrable rejection
             if decl.validate is not None:
                 try:
                     extra = decl.validate(ctx)
                 except Unknown:
                     extra = None
-                except HalError:
-                    raise
+                except HalError as e:
+                    if not e.deferrable:
+                        raise
+                    deferred = deferred or e
+                    extra, checked = None, False
                 except Exception as e:
                     raise _hook_failure(where, "validate", e) from e
                 if extra is not None and extra > required:
@@ -1170,16 +1194,20 @@ def _check_operations(
                     f"{where}: this use of {_op_name(t)} needs HAL "
                     f"{HalVersion(required).label}; validating as HAL {version.label}"
                 )
+            if not checked:
+                continue  # infer_shapes may rely on what validate did not get to check
             # Static shape inference: only when every present input's shape is known.
+            # Android computes shapes in prepare(), at execution: what it finds here is a
+            # deferrable rejection, and the pass goes on (the outputs' shapes stay as
+            # declared) so that a later rule Android does check takes precedence.
             inferred: Sequence = ()
             try:
                 inferred = decl.infer_shapes(ctx)
             except Unknown:
                 pass
             except HalError as e:
-                raise _invalid(
-                    e.message if e.message.startswith(where) else f"{where}: {e.message}"
-                ) from None
+                message = e.message if e.message.startswith(where) else f"{where}: {e.message}"
+                deferred = deferred or _invalid(message, deferrable=True)
             except Exception as e:
                 raise _hook_failure(where, "infer_shapes", e) from e
             for k, s in enumerate(inferred):
@@ -1193,10 +1221,12 @@ def _check_operations(
                     and declared != s
                     and (len(declared) != len(s) or any(d and d != a for d, a in zip(declared, s)))
                 ):
-                    raise _invalid(
+                    deferred = deferred or _invalid(
                         f"{where}: output {k} (operand {oi}) is declared {list(declared)} "
-                        f"but the inputs give {list(s)}"
+                        f"but the inputs give {list(s)}",
+                        deferrable=True,
                     )
+                    continue
                 shapes[oi] = s
         elif required > version:
             raise _invalid(
@@ -1210,6 +1240,8 @@ def _check_operations(
             per_op.append(op_need)
         if required > need:
             need = required
+    if deferred is not None:
+        raise deferred
     return need
 
 

@@ -456,3 +456,123 @@ def test_targets_give_an_isolated_driver_pools_it_can_map(monkeypatch, target):
         for dev in harness._DEVICE_CACHE.values():
             dev.close()
     assert violations == []
+
+
+# ---------------------------------------------------------------------------------------
+# Rejections Android's validation defers to execution
+# ---------------------------------------------------------------------------------------
+
+
+class _AcceptsWhatAndroidDefers(_Proxy):
+    """A driver with Android 11's split: its validation lacks the rules Android checks
+    only at execution (``HalError.deferrable``), so it accepts such models, prepares them
+    and fails when they run. ``strict_too`` also accepts what Android's validation
+    rejects: the bug the targets must still report."""
+
+    def __init__(self, inner, strict_too: bool = False):
+        super().__init__(inner)
+        self.strict_too = strict_too
+        self.accepted = 0
+
+    def _accepts_anyway(self, model) -> bool:
+        from driver.hal.types import HalError
+        from driver.validation import validate_model
+
+        try:
+            validate_model(model, self.inner.version)
+        except HalError as e:
+            self.accepted += 1
+            return e.deferrable or self.strict_too
+        return False
+
+    def get_supported_operations(self, model):
+        from driver.hal.types import ErrorStatus
+
+        if self._accepts_anyway(model):
+            return ErrorStatus.NONE, [True] * len(model.main.operations)
+        return self.inner.get_supported_operations(model)
+
+    def prepare_model(self, model, *args, **kwargs):
+        from driver.hal.types import ErrorStatus
+
+        if self._accepts_anyway(model):
+            return ErrorStatus.NONE, _FailsWhenRun()
+        return self.inner.prepare_model(model, *args, **kwargs)
+
+
+class _FailsWhenRun:
+    def execute_synchronously(self, *args, **kwargs):
+        from driver.hal.types import NO_TIMING, ErrorStatus
+
+        return ErrorStatus.GENERAL_FAILURE, [], NO_TIMING
+
+
+def accepts_what_android_defers():
+    from driver.registry import load_device
+
+    return _AcceptsWhatAndroidDefers(load_device("reference"))
+
+
+def accepts_invalid_models():
+    from driver.registry import load_device
+
+    return _AcceptsWhatAndroidDefers(load_device("reference"), strict_too=True)
+
+
+def _run_on(monkeypatch, target: str, driver: str, inputs: list[bytes]) -> tuple[list[str], int]:
+    """``inputs`` through the target on ``driver`` (in process): the contract violations
+    raised, and how many rejected models the device was asked about."""
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", f"tests.test_fuzz_targets:{driver}")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    module = load(target)
+    violations = []
+    for data in inputs:
+        try:
+            module.test_one_input(data)
+        except ContractViolation as e:
+            violations.append(str(e))
+    (device,) = harness._DEVICE_CACHE.values()
+    return violations, device.accepted
+
+
+def _add_model(declared_input: tuple[int, ...], declared_output: tuple[int, ...]) -> bytes:
+    """ADD of a [1, 2] input and a constant, as a model target input (wire format)."""
+    import numpy as np
+
+    from driver import wire
+    from driver.hal.types import OperandType as T
+    from driver.hal.types import OperationType as O
+    from driver.testing import output, scalar, single_op_model, tensor
+
+    x = tensor(T.TENSOR_FLOAT32, np.ones((1, 2), np.float32), declared_dims=declared_input)
+    y = tensor(T.TENSOR_FLOAT32, np.ones((1, 2), np.float32), const=True)
+    act = scalar(T.INT32, 0)
+    model, _ = single_op_model(O.ADD, [x, y, act], [output(T.TENSOR_FLOAT32, declared_output)])
+    return wire.encode_model(model).data
+
+
+def _execute_corpus() -> list[bytes]:
+    return [path.read_bytes() for path in _inputs("execute")]
+
+
+def _model_inputs() -> list[bytes]:
+    """A declared output shape the inputs contradict (Android: OP_FAILED when it runs),
+    then a rank-5 input (Android's ADD validate rejects it)."""
+    return [_add_model((1, 2), (1, 3)), _add_model((0, 1, 1, 1, 2), (1, 2))]
+
+
+@pytest.mark.parametrize("target, inputs", [("model", _model_inputs), ("execute", _execute_corpus)])
+def test_a_driver_may_accept_what_android_checks_only_at_execution(monkeypatch, target, inputs):
+    """A declared output shape the inputs contradict, or a quantization condition
+    Android's kernels check, is INVALID_ARGUMENT from the reference; a driver built on
+    Android's validation accepts the model and fails when it runs. The targets must not
+    call that a contract violation (they did), and must still report a driver that
+    accepts what Android's validation rejects."""
+    violations, accepted = _run_on(monkeypatch, target, "accepts_what_android_defers", inputs())
+    assert violations == []
+    assert accepted > 0
+    violations, _ = _run_on(monkeypatch, target, "accepts_invalid_models", inputs())
+    assert any("(invalid model) returned NONE" in v for v in violations), violations[:3]

@@ -1645,3 +1645,59 @@ def test_operand_type_of_unknown_class_in_extra_params():
     m = with_operand(two_adds(), 0, extra_params=Operation(0))
     with pytest.raises(HalError, match="takes no extraParams, got Operation"):
         validate_model(m)
+
+
+# ---------------------------------------------------------------------------------------
+# Deferrable rejections: what Android's validation leaves to execution
+# ---------------------------------------------------------------------------------------
+
+
+def _add_chain(first_out=(2,), second_in=(2,), second_type=F32, pool_out_scale=None) -> Model:
+    """ADD(x, x) -> t; ADD(t, y) -> out, y of ``second_type`` and dims ``second_in``; with
+    ``pool_out_scale``, a quant8 MAX_POOL_2D whose output has that scale instead of its
+    input's (0.5)."""
+    b = ModelBuilder()
+    if pool_out_scale is not None:
+        q = dict(scale=0.5, zero_point=0)
+        x = b.add_input(T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 1), **q)
+        out = b.add_output(T.TENSOR_QUANT8_ASYMM, (1, 1, 1, 1), scale=pool_out_scale)
+        params = [b.add_scalar(T.INT32, v) for v in (2, 2, 2, 2, 2, 0)]  # VALID 2x2, stride 2
+        b.add_operation(O.MAX_POOL_2D, [x, params[0], *params[1:]], [out])
+        b.identify_inputs_and_outputs([x], [out])
+        return b.build()
+    x = b.add_input(F32, (2,))
+    y = b.add_input(second_type, second_in)
+    t = b.add_operand(F32, first_out)
+    out = b.add_output(F32, (0,))
+    b.add_operation(O.ADD, [x, x, b.add_scalar(T.INT32, 0)], [t])
+    b.add_operation(O.ADD, [t, y, b.add_scalar(T.INT32, 0)], [out])
+    b.identify_inputs_and_outputs([x, y], [out])
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    "model, deferrable, match",
+    [
+        # Android computes output shapes in prepare(), when it executes.
+        (
+            _add_chain(first_out=(3,)),
+            True,
+            "operation 0 .*declared \\[3\\] but the inputs give \\[2\\]",
+        ),
+        (_add_chain(second_in=(3,)), True, "operation 1 .*cannot be broadcast"),
+        # A quantization condition Android's kernels check when they run.
+        (_add_chain(pool_out_scale=0.25), True, "must have the scale and zero point of input 0"),
+        # Android's ADD validate checks the operand types and the rank.
+        (_add_chain(second_type=T.TENSOR_INT32), False, "operation 1 .*TENSOR_INT32"),
+        (_add_chain(second_in=(1, 1, 1, 1, 2)), False, "operation 1 .*must have rank 0..4"),
+        # A rule Android's validation checks wins over an earlier deferrable one.
+        (_add_chain(first_out=(3,), second_in=(1, 1, 1, 1, 2)), False, "operation 1 .*rank"),
+    ],
+    ids=["shape", "broadcast", "pool-quant", "types", "rank", "strict-wins"],
+)
+def test_rejections_say_whether_android_validation_makes_them(model, deferrable, match):
+    with pytest.raises(HalError) as info:
+        validate_model(model)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message

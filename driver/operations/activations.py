@@ -243,7 +243,8 @@ def _validate_activation(ctx: OperationContext) -> HalVersion | None:
         if (so, zo) != (si, zi):
             raise ctx.invalid(
                 f"output 0 must have the input's scale and zero point ({si}, {zi}), "
-                f"got ({so}, {zo})"
+                f"got ({so}, {zo})",
+                deferrable=True,
             )
     elif op in _FIXED_OUTPUT:
         scale, zp_u, zp_s = _FIXED_OUTPUT[op]
@@ -251,16 +252,20 @@ def _validate_activation(ctx: OperationContext) -> HalVersion | None:
         if not (so == f32(scale) and zo == zp):
             raise ctx.invalid(
                 f"output 0 of {OperationType(op).name} must have scale {scale} and zero point "
-                f"{zp}, got ({so}, {zo})"
+                f"{zp}, got ({so}, {zo})",
+                deferrable=True,
             )
         if _input_rescale(si) is None:
-            raise ctx.invalid(f"input 0 scale {si} is too small (scale * 2^27 must exceed 1)")
+            raise ctx.invalid(
+                f"input 0 scale {si} is too small (scale * 2^27 must exceed 1)", deferrable=True
+            )
     elif op == OperationType.HARD_SWISH:
         _, out_e, _, _ = _hard_swish_params(si, so)
         if out_e > 0:
             raise ctx.invalid(
                 f"input 0 scale {si} / (128 * output scale {so}) must be below 1 "
-                "(hardSwishQuant's output multiplier)"
+                "(hardSwishQuant's output multiplier)",
+                deferrable=True,
             )
     return None
 

@@ -337,13 +337,16 @@ class OperationContext:
         return result
 
     # --- errors ---------------------------------------------------------------------
-    def invalid(self, message: str) -> HalError:
+    def invalid(self, message: str, *, deferrable: bool = False) -> HalError:
+        """INVALID_ARGUMENT naming this operation. ``deferrable``: Android's ``validate``
+        accepts the model and its execution fails instead (see :class:`HalError`);
+        everything ``infer_shapes`` raises is treated so at validation time."""
         where = f"{self.location}: " if self.location else ""
-        return HalError(ErrorStatus.INVALID_ARGUMENT, where + message)
+        return HalError(ErrorStatus.INVALID_ARGUMENT, where + message, deferrable=deferrable)
 
-    def check(self, condition: bool, message: str) -> None:
+    def check(self, condition: bool, message: str, *, deferrable: bool = False) -> None:
         if not condition:
-            raise self.invalid(message)
+            raise self.invalid(message, deferrable=deferrable)
 
     def check_rank(self, i: int, *, min_rank: int = 0, max_rank: int = 4, exact: int | None = None):
         """Rank rule for input ``i``. A shape with unknown dimensions still has the rank

@@ -430,7 +430,8 @@ def _validate_quant(ctx: OperationContext, channel_dim: int) -> HalVersion | Non
     if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
         raise ctx.invalid(
             f"input 2 (bias) scale must equal input scale * filter scale = {product!r}, "
-            f"got {bias_scale!r}"
+            f"got {bias_scale!r}",
+            deferrable=True,
         )
     if tin == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
         return V.V1_2

@@ -123,6 +123,7 @@ def _check_box_input(ctx: OperationContext, i: int, what: str) -> None:
             s == BOX_SCALE and z == 0,
             f"input {i} ({what}) of type {_T(t).name} must have scale 0.125 and zero "
             f"point 0, got scale {s} and zero point {z}",
+            deferrable=True,
         )
 
 
@@ -133,6 +134,7 @@ def _check_box_output(ctx: OperationContext, k: int, what: str) -> None:
             s == BOX_SCALE and z == 0,
             f"output {k} ({what}) of type TENSOR_QUANT16_ASYMM must have scale 0.125 and "
             f"zero point 0, got scale {s} and zero point {z}",
+            deferrable=True,
         )
 
 
@@ -145,6 +147,7 @@ def _check_same_quant(ctx: OperationContext, i: int, k: int, what: str) -> None:
             si == so and zi == zo,
             f"output {k} ({what}) must have input {i}'s scale {si} and zero point {zi}, "
             f"got scale {so} and zero point {zo}",
+            deferrable=True,
         )
 
 

@@ -377,14 +377,16 @@ def _validate_binary(ctx: OperationContext) -> HalVersion | None:
             if not so > product:
                 raise ctx.invalid(
                     f"output scale {so} must be greater than input scales' product "
-                    f"{s1} * {s2} = {product}"
+                    f"{s1} * {s2} = {product}",
+                    deferrable=True,
                 )
         else:
             m = 2.0 * max(s1, s2) / ((1 << 20) * so)
             if not m < 1.0:
                 raise ctx.invalid(
                     f"output scale {so} is too small for input scales {s1}, {s2} "
-                    f"(output multiplier {m} must be below 1)"
+                    f"(output multiplier {m} must be below 1)",
+                    deferrable=True,
                 )
     act = activation_code(ctx, 2)
     if t == _T.TENSOR_INT32 and act != 0:

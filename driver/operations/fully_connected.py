@@ -51,7 +51,8 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
     if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
         raise ctx.invalid(
             f"input 2 (bias) scale must equal input scale * weights scale = {product!r}, "
-            f"got {bias_scale!r}"
+            f"got {bias_scale!r}",
+            deferrable=True,
         )
     # Before HAL 1.2 the output scale had to exceed inputScale * weightsScale.
     if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):

@@ -134,6 +134,7 @@ def _validate_hashtable_lookup(ctx: OperationContext) -> HalVersion | None:
         ctx.output_scale(1) == 1.0 and ctx.output_zero_point(1) == 0,
         f"output 1 (hits) must have scale 1.0 and zero point 0, got "
         f"({ctx.output_scale(1)}, {ctx.output_zero_point(1)})",
+        deferrable=True,
     )
     with when_known:
         if is_constant(ctx, 1):

@@ -1098,6 +1098,7 @@ def _validate_q16(ctx: OperationContext) -> HalVersion | None:
             f"output {k} must have the scale and zero point of input {i} ({_Q16_NAMES[i]}): "
             f"({ctx.output_scale(k)}, {ctx.output_zero_point(k)}) vs "
             f"({ctx.input_scale(i)}, {ctx.input_zero_point(i)})",
+            deferrable=True,
         )
     _q16_sizes(ctx)
     return None

@@ -110,11 +110,12 @@ def _softmax_params(ctx: OperationContext) -> float:
     """The checked beta (the hooks read it through ``ctx.once``)."""
     beta = float(ctx.scalar(1))
     if not beta > 0:
-        raise ctx.invalid(f"input 1 (beta) must be > 0, got {beta}")
+        raise ctx.invalid(f"input 1 (beta) must be > 0, got {beta}", deferrable=True)
     if ctx.input_type(0) in QUANT8 and _softmax_input_scaling(beta, ctx.input_scale(0)) is None:
         raise ctx.invalid(
             f"input 1 (beta) {beta} times the input scale {ctx.input_scale(0)} is too small "
-            "for the quantized kernel (beta * scale * 2**26 must exceed 1)"
+            "for the quantized kernel (beta * scale * 2**26 must exceed 1)",
+            deferrable=True,
         )
     return beta
 
@@ -132,6 +133,7 @@ def _validate_softmax(ctx: OperationContext) -> HalVersion | None:
             and ctx.output_zero_point(0) == zp,
             f"output 0 must have scale 1/256 and zero point {zp}, got "
             f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
+            deferrable=True,
         )
     with contextlib.suppress(Unknown):
         ctx.once(_softmax_params)
@@ -277,6 +279,7 @@ def _validate_l2(ctx: OperationContext) -> HalVersion | None:
             and ctx.output_zero_point(0) == zp,
             f"output 0 must have scale 1/128 and zero point {zp}, got "
             f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
+            deferrable=True,
         )
     with contextlib.suppress(Unknown):
         if r is not None:

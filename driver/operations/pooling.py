@@ -110,7 +110,8 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
         raise ctx.invalid(
             "output 0 must have the scale and zero point of input 0: "
             f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)}) vs "
-            f"({ctx.input_scale(0)}, {ctx.input_zero_point(0)})"
+            f"({ctx.input_scale(0)}, {ctx.input_zero_point(0)})",
+            deferrable=True,
         )
     try:  # noqa: SIM105 - contextlib.suppress costs more than this whole check
         ctx.once(_params)

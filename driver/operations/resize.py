@@ -83,6 +83,7 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
             "output 0 must have the scale and zero point of input 0: "
             f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)}) vs "
             f"({ctx.input_scale(0)}, {ctx.input_zero_point(0)})",
+            deferrable=True,
         )
     with contextlib.suppress(Unknown):
         _flags(ctx)

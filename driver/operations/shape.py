@@ -112,7 +112,9 @@ def int_vector(ctx: OperationContext, i: int, what: str, length: int | None = No
 
 
 def require_same_quant(ctx: OperationContext, inp: int = 0, out: int = 0) -> None:
-    """A quantized output that only moves values keeps its input's scale and zero point."""
+    """A quantized output that only moves values keeps its input's scale and zero point
+    (deferrable: Android's prepare copies the input's, and only a model output declaring
+    another fails, at execution)."""
     if ctx.output_type(out) not in QUANT8:
         return
     ctx.check(
@@ -121,6 +123,7 @@ def require_same_quant(ctx: OperationContext, inp: int = 0, out: int = 0) -> Non
         f"output {out} must have the scale and zero point of input {inp} "
         f"({ctx.input_scale(inp)}, {ctx.input_zero_point(inp)}), got "
         f"({ctx.output_scale(out)}, {ctx.output_zero_point(out)})",
+        deferrable=True,
     )
 
 

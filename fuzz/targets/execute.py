@@ -19,8 +19,10 @@ from the *generated* model before mutating, so no declared size is ever allocate
 Checked beyond "no exception": an unmutated generated model validates, prepares and
 executes to NONE (or OUTPUT_INSUFFICIENT_SIZE when an output of unknown size outgrows
 its 4 KiB, or MISSED_DEADLINE_TRANSIENT when a WHILE outlasts the loop timeout); a
-mutated model that validation rejects is rejected by ``prepare_model`` too; every
-execution result follows the HAL's rules.
+mutated model that validation rejects is rejected by ``prepare_model`` too (unless the
+reason is one Android defers to execution, ``HalError.deferrable``: another driver may
+then prepare the model, and its execution is checked like any other); every execution
+result follows the HAL's rules.
 """
 
 from __future__ import annotations
@@ -227,6 +229,8 @@ def run(source: ChoiceSource) -> None:
     kind = MUTATIONS[source.draw(len(MUTATIONS))]
     model, request = mutate(graph.model, request, rng, kind)
     version = driver_version
+    # A loop timeout is a HAL 1.3 argument (so are the WHILE loops it bounds).
+    loop_timeout = LOOP_TIMEOUT_NS if driver_version >= HalVersion.V1_3 else None
     try:
         validate_model(model, version)
     except HalError as e:
@@ -234,7 +238,16 @@ def run(source: ChoiceSource) -> None:
             raise ContractViolation(f"the generator made a model validation rejects: {e}") from e
         harness.rejected(e)
         status, prepared = dev.prepare_model(model)
-        check_status(status, {ErrorStatus.INVALID_ARGUMENT}, "prepare_model(invalid model)", dev)
+        allowed = {ErrorStatus.INVALID_ARGUMENT}
+        if e.deferrable and not harness.is_reference(dev):
+            # Android's validation accepts this model and its execution fails instead.
+            allowed |= {ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE}
+        check_status(status, allowed, "prepare_model(invalid model)", dev)
+        if prepared is not None:
+            result = prepared.execute_synchronously(request, 0, None, loop_timeout)
+            check_execution(
+                result, len(model.main.output_indexes), "execution (rejected model)", version
+            )
         return
     status, prepared = dev.prepare_model(model)
     allowed = {ErrorStatus.NONE}
@@ -244,8 +257,6 @@ def run(source: ChoiceSource) -> None:
     check_status(status, allowed, f"prepare_model(valid model, mutation {kind})", dev)
     if prepared is None:
         return
-    # A loop timeout is a HAL 1.3 argument (so are the WHILE loops it bounds).
-    loop_timeout = LOOP_TIMEOUT_NS if driver_version >= HalVersion.V1_3 else None
     result = prepared.execute_synchronously(request, 0, None, loop_timeout)
     status = check_execution(
         result, len(model.main.output_indexes), f"execution ({kind})", driver_version

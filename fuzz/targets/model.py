@@ -16,7 +16,11 @@ beyond "no exception" (each a :class:`~fuzz.harness.ContractViolation`):
   operation and the reference's ``prepare_model`` returns NONE (GENERAL_FAILURE only if
   an operation is unsupported or a pool is of a memory type it does not map);
 - with a driver other than the reference (``NNFUZZ_DRIVER``) every decoded model goes to
-  the device too, and an invalid one must get INVALID_ARGUMENT from both calls.
+  the device too, and an invalid one must get INVALID_ARGUMENT from both calls, unless
+  the reference's reason is one Android's own validation defers to execution
+  (``HalError.deferrable``: a declared output shape the inputs contradict, a quantization
+  condition its kernels check): then the device may also accept the model, or fail to
+  prepare it.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ def test_one_input(data: bytes) -> None:
     except HalError as e:
         harness.rejected(e)
         if not harness.is_reference(dev):
-            _check_device_rejects(dev, model)
+            _check_device_rejects(dev, model, e.deferrable)
         return
     if zlib.crc32(data) % MINIMUM_VERSION_SHARE == 0:
         _check_minimum_version(model, need, version)
@@ -141,11 +145,18 @@ def _check_minimum_version(model, need: HalVersion, validated_as: HalVersion) ->
             )
 
 
-def _check_device_rejects(dev, model) -> None:
+def _check_device_rejects(dev, model, deferrable: bool) -> None:
+    """The device's answers to a model the reference rejects: INVALID_ARGUMENT, or (for
+    a deferrable reason) whatever Android's validation-then-execute driver may say."""
+    query = prepare = _INVALID
+    if deferrable:
+        query, prepare = _INVALID | _NONE, _INVALID | _NONE | _CANNOT_PREPARE
     status, _ = dev.get_supported_operations(model)
-    check_status(status, _INVALID, "get_supported_operations(invalid model)", dev)
+    check_status(status, query, "get_supported_operations(invalid model)", dev)
     status, prepared = dev.prepare_model(model)
-    check_status(status, _INVALID, "prepare_model(invalid model)", dev)
+    check_status(status, prepare, "prepare_model(invalid model)", dev)
+    if (prepared is None) != (status != ErrorStatus.NONE):
+        raise ContractViolation(f"prepare_model returned {status.name} with {prepared!r}")
 
 
 def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
