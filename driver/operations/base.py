@@ -348,16 +348,22 @@ class OperationContext:
         if not condition:
             raise self.invalid(message, deferrable=deferrable)
 
-    def check_rank(self, i: int, *, min_rank: int = 0, max_rank: int = 4, exact: int | None = None):
-        """Rank rule for input ``i``. A shape with unknown dimensions still has the rank
-        its operand declares, which Android's ``hasKnownRank`` checks also hold to;
-        only an unknown rank (no dimensions declared) skips the rule."""
+    def known_rank(self, i: int) -> int | None:
+        """Rank of input ``i``: from its shape or, while that is unknown, from its declared
+        dims (a rank is known even when some dims are not, as Android's ``hasKnownRank``
+        sees it); None when the rank is unknown."""
         s = self.shapes[i]
-        if s is None:
-            s = self._input_operands[i].dimensions
-            if not s:
-                return
-        r = len(s)
+        if s is not None:
+            return len(s)
+        dims = self._input_operands[i].dimensions
+        return len(dims) if dims else None
+
+    def check_rank(self, i: int, *, min_rank: int = 0, max_rank: int = 4, exact: int | None = None):
+        """Rank rule for input ``i`` whenever its rank is known (:meth:`known_rank`)."""
+        r = self.known_rank(i)
+        if r is None:
+            return
+        s = self.shapes[i] or self._input_operands[i].dimensions  # for the messages
         # Messages are built only on failure: validation runs this for most operations.
         if exact is not None:
             if r != exact:

@@ -140,22 +140,6 @@ def layout_shape(n: int, h: int, w: int, c: int, nchw: bool) -> Shape:
     return (n, c, h, w) if nchw else (n, h, w, c)
 
 
-def declared_rank(ctx: OperationContext, i: int) -> int | None:
-    """Rank of input ``i`` from its known shape or, statically, from its declared dims
-    (a rank is known even when some dims are not); None when the rank is unknown."""
-    s = ctx.shapes[i]
-    if s is not None:
-        return len(s)
-    dims = ctx.input_operand(i).dimensions
-    return len(dims) if dims else None
-
-
-def check_declared_rank(ctx: OperationContext, i: int, rank: int) -> None:
-    r = declared_rank(ctx, i)
-    if r is not None and r != rank:
-        raise ctx.invalid(f"input {i} must have rank {rank}, got rank {r}")
-
-
 def check_activation(ctx: OperationContext, i: int) -> int:
     act = ctx.scalar(i)
     if not _ACTIVATION_NONE <= act <= _ACTIVATION_RELU6:
@@ -443,9 +427,9 @@ def _validate_common(
 ) -> HalVersion | None:
     """Ranks, quantization and parameter ranges (the parameter-form versions are in the
     signatures). ``params`` reads the parameters, once per context."""
-    check_declared_rank(ctx, 0, 4)
-    check_declared_rank(ctx, 1, 4)
-    check_declared_rank(ctx, 2, 1)
+    ctx.check_rank(0, exact=4)
+    ctx.check_rank(1, exact=4)
+    ctx.check_rank(2, exact=1)
     version = _validate_quant(ctx, channel_dim)
     try:  # noqa: SIM105 - contextlib.suppress costs more than this whole check
         ctx.once(params)

@@ -24,7 +24,7 @@ from driver.operations.base import (
     dtype_of,
 )
 from driver.operations.base import T as _T
-from driver.operations.conv import QUANT8, check_activation, declared_rank, f32, requantize
+from driver.operations.conv import QUANT8, check_activation, f32, requantize
 from driver.operations.quant import apply_activation_float
 
 V = HalVersion
@@ -32,11 +32,11 @@ V = HalVersion
 
 def _validate(ctx: OperationContext) -> HalVersion | None:
     # Messages are built only on failure: validation runs these hooks per operation.
-    r = declared_rank(ctx, 0)
+    r = ctx.known_rank(0)
     if r is not None and not 2 <= r <= 4:
         raise ctx.invalid(f"input 0 must have rank 2..4, got rank {r}")
     for i, want in ((1, 2), (2, 1)):
-        r = declared_rank(ctx, i)
+        r = ctx.known_rank(i)
         if r is not None and r != want:
             raise ctx.invalid(f"input {i} must have rank {want}, got rank {r}")
     # An activation that is not a constant raises Unknown: it must not skip the scale

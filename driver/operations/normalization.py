@@ -32,7 +32,7 @@ from driver.operations.base import (
     dtype_of,
 )
 from driver.operations.base import T as _T
-from driver.operations.conv import QUANT8, declared_rank, from_nhwc, to_nhwc
+from driver.operations.conv import QUANT8, from_nhwc, to_nhwc
 from driver.operations.quant import (
     count_leading_zeros32,
     exp_on_negative_values,
@@ -67,7 +67,7 @@ def _axis(ctx: OperationContext, i: int | None, rank: int) -> int:
 
 
 def _check_rank_1_to_4(ctx: OperationContext, max_rank: int | None = 4) -> int | None:
-    r = declared_rank(ctx, 0)
+    r = ctx.known_rank(0)
     if r is not None:
         ctx.check(r >= 1, "input 0 must have rank >= 1, got a scalar")
         if max_rank is not None and r > max_rank:
@@ -397,7 +397,7 @@ LOCAL_RESPONSE_NORMALIZATION = OperationDeclaration(
 
 
 def _validate_instance(ctx: OperationContext) -> HalVersion | None:
-    r = declared_rank(ctx, 0)
+    r = ctx.known_rank(0)
     if r is not None:
         ctx.check(r == 4, f"input 0 must have rank 4, got rank {r}")
     return None

@@ -30,7 +30,6 @@ from driver.operations.conv import (
     QUANT8,
     ConvParams,
     ParamForm,
-    check_declared_rank,
     f32,
     from_nhwc,
     layout_shape,
@@ -102,7 +101,7 @@ def _geometry(ctx: OperationContext, params: tuple[ConvParams, int, int] | None 
 
 
 def _validate(ctx: OperationContext) -> HalVersion | None:
-    check_declared_rank(ctx, 0, 4)
+    ctx.check_rank(0, exact=4)
     if ctx.input_type(0) in QUANT8 and not (
         f32(ctx.output_scale(0)) == f32(ctx.input_scale(0))
         and ctx.output_zero_point(0) == ctx.input_zero_point(0)

@@ -34,7 +34,6 @@ from driver.operations.shape import (
     Q8,
     Q8S,
     QUANT8,
-    check_max_rank,
     family_signatures,
     int_vector,
     normalize_axis,
@@ -116,7 +115,7 @@ def _keep_dims(ctx: OperationContext) -> bool:
 
 
 def _validate_reduce(ctx: OperationContext) -> HalVersion | None:
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
         int_vector(ctx, 1, "the axes")
@@ -125,7 +124,7 @@ def _validate_reduce(ctx: OperationContext) -> HalVersion | None:
 
 def _infer_reduce(ctx: OperationContext) -> list[Shape]:
     shape = ctx.shape(0)
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     ctx.check(len(shape) >= 1, "input 0 must have rank >= 1")
     return [_reduced_shape(shape, _axes(ctx, len(shape)), _keep_dims(ctx))]
 

@@ -34,7 +34,6 @@ from driver.operations.base import (
 from driver.operations.base import T as _T
 from driver.operations.conv import (
     QUANT8,
-    check_declared_rank,
     from_nhwc,
     layout_shape,
     spatial_dims,
@@ -75,7 +74,7 @@ def _flags(ctx: OperationContext) -> tuple[bool, bool, bool]:
 
 
 def _validate(ctx: OperationContext) -> HalVersion | None:
-    check_declared_rank(ctx, 0, 4)
+    ctx.check_rank(0, exact=4)
     if ctx.input_type(0) in QUANT8:
         ctx.check(
             np.float32(ctx.output_scale(0)) == np.float32(ctx.input_scale(0))

@@ -127,10 +127,6 @@ def require_same_quant(ctx: OperationContext, inp: int = 0, out: int = 0) -> Non
     )
 
 
-def check_max_rank(ctx: OperationContext, i: int, max_rank: int = 4, min_rank: int = 0) -> None:
-    ctx.check_rank(i, min_rank=min_rank, max_rank=max_rank)
-
-
 def layout_is_nchw(ctx: OperationContext, i: int) -> bool:
     """The optional trailing BOOL layout input (HAL 1.2): true means NCHW."""
     return i < ctx.num_inputs and not ctx.is_omitted(i) and bool(ctx.scalar(i))
@@ -168,7 +164,7 @@ def _reshape_target(ctx: OperationContext) -> list[int]:
 
 
 def _validate_reshape(ctx: OperationContext) -> HalVersion | None:
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
         _reshape_target(ctx)
@@ -178,7 +174,7 @@ def _validate_reshape(ctx: OperationContext) -> HalVersion | None:
 def _infer_reshape(ctx: OperationContext) -> list[Shape]:
     target = _reshape_target(ctx)
     shape = ctx.shape(0)
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     count = _prod(shape)
     if -1 in target:
         known = _prod(d for d in target if d != -1)
@@ -218,14 +214,14 @@ RESHAPE = OperationDeclaration(
 
 
 def _validate_squeeze(ctx: OperationContext) -> HalVersion | None:
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     require_same_quant(ctx)
     return None
 
 
 def _infer_squeeze(ctx: OperationContext) -> list[Shape]:
     shape = ctx.shape(0)
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     rank = len(shape)
     if ctx.is_omitted(1):
         drop = {k for k, d in enumerate(shape) if d == 1}
@@ -299,7 +295,7 @@ def _perm(ctx: OperationContext) -> list[int] | None:
 
 
 def _validate_transpose(ctx: OperationContext) -> HalVersion | None:
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
         _perm(ctx)
@@ -319,7 +315,7 @@ def _full_perm(ctx: OperationContext, rank: int) -> list[int]:
 
 def _infer_transpose(ctx: OperationContext) -> list[Shape]:
     shape = ctx.shape(0)
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     return [tuple(shape[p] for p in _full_perm(ctx, len(shape)))]
 
 
@@ -357,7 +353,7 @@ def _validate_concatenation(ctx: OperationContext) -> HalVersion | None:
         if any(ctx.input_scale(i) != so or ctx.input_zero_point(i) != zo for i in range(n)):
             version = V.V1_2
     for i in range(n):
-        check_max_rank(ctx, i)
+        ctx.check_rank(i)
     with when_known:
         axis = ctx.scalar(n)
         ctx.check(axis >= 0, f"input {n}: the concatenation axis must be >= 0, got {axis}")
@@ -600,7 +596,7 @@ def _strided_slice_plan(ctx: OperationContext) -> tuple[tuple[slice, ...], Shape
 
 
 def _validate_strided_slice(ctx: OperationContext) -> HalVersion | None:
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
         _strides(ctx)
@@ -649,7 +645,7 @@ def _validate_pad(ctx: OperationContext) -> HalVersion | None:
     # pad value of quantized tensors was undefined.
     if ctx.operation_type == OP.PAD and ctx.input_type(0) == Q8 and ctx.input_zero_point(0):
         version = V.V1_2
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
         _paddings(ctx, 1, None)
@@ -658,7 +654,7 @@ def _validate_pad(ctx: OperationContext) -> HalVersion | None:
 
 def _infer_pad(ctx: OperationContext) -> list[Shape]:
     shape = ctx.shape(0)
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     p = _paddings(ctx, 1, len(shape))
     return [tuple(int(p[d, 0]) + dim + int(p[d, 1]) for d, dim in enumerate(shape))]
 
@@ -1083,7 +1079,7 @@ SPACE_TO_DEPTH = OperationDeclaration(
 
 def _shuffle_params(ctx: OperationContext) -> tuple[int, int]:
     shape = ctx.shape(0)
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     ctx.check(len(shape) >= 1, "input 0 must have rank >= 1")
     axis = normalize_axis(ctx, 2, ctx.scalar(2), len(shape))
     groups = ctx.scalar(1)
@@ -1096,7 +1092,7 @@ def _shuffle_params(ctx: OperationContext) -> tuple[int, int]:
 
 
 def _validate_channel_shuffle(ctx: OperationContext) -> HalVersion | None:
-    check_max_rank(ctx, 0)
+    ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
         groups = ctx.scalar(1)
