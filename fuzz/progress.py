@@ -1,4 +1,6 @@
-"""A live one-line progress display for long runs (only on a terminal; quiet in CI logs).
+"""Progress for long runs: a live one-line display on a terminal; elsewhere (a log file,
+CI) the same status as a plain line once a minute, so that a run of hours shows it is
+alive and how far it got without flooding the log.
 
 p = Progress("specs")
 p.advance("passed"); p.print("FAILED ..."); p.close()
@@ -10,6 +12,9 @@ import sys
 import time
 from collections import Counter
 from typing import TextIO
+
+HEARTBEAT_SECONDS = 60.0
+"""Interval of the plain status lines written when the stream is not a terminal."""
 
 
 class Progress:
@@ -30,7 +35,7 @@ class Progress:
         self.counts: Counter[str] = Counter()
         self.start = time.monotonic()
         self._live = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._last = 0.0
+        self._last = 0.0 if self._live else self.start  # the first heartbeat after a minute
         self._shown = False
 
     @property
@@ -47,11 +52,16 @@ class Progress:
     def advance(self, outcome: str, n: int = 1) -> None:
         self.counts[outcome] += n
         now = time.monotonic()
-        if self._live and now - self._last > 0.2:
+        if self._live:
+            if now - self._last > 0.2:
+                self._last = now
+                self.stream.write("\r\033[K" + self.status_line())
+                self.stream.flush()
+                self._shown = True
+        elif now - self._last >= HEARTBEAT_SECONDS:
             self._last = now
-            self.stream.write("\r\033[K" + self.status_line())
+            self.stream.write(self.status_line() + "\n")
             self.stream.flush()
-            self._shown = True
 
     def print(self, message: str) -> None:
         """A line that stays (failures), printed above the live status line."""

@@ -6,12 +6,14 @@ import argparse
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 from driver.isolated import MAX_TIMEOUT
 from fuzz.campaign import MAX_INPUT_LEN
 from fuzz.commands.arguments import at_least, duration, usage_error
 from fuzz.commands.outputs import writable_directory
+from fuzz.progress import HEARTBEAT_SECONDS
 from randomgraph.campaign import JOBS_PER_CPU, max_jobs
 
 EXIT_OK = 0
@@ -357,18 +359,22 @@ def _libfuzzer_failed(result) -> str | None:
 
 
 class _StatusLine:
-    """libFuzzer's latest numbers on one rewritten line (only on a terminal); other
-    messages print above it."""
+    """libFuzzer's latest numbers on one rewritten line on a terminal (other messages
+    print above it); elsewhere as a plain line once a minute (:mod:`fuzz.progress`)."""
 
     def __init__(self) -> None:
         self.live = sys.stderr.isatty()
         self.shown = False
+        self.last = time.monotonic()
 
     def show(self, line: str) -> None:
         if self.live:
             sys.stderr.write("\r\033[K" + line[:200])
             sys.stderr.flush()
             self.shown = True
+        elif time.monotonic() - self.last >= HEARTBEAT_SECONDS:
+            self.last = time.monotonic()
+            print(line[:200], file=sys.stderr, flush=True)
 
     def clear(self) -> None:
         if self.shown:
