@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from driver.hal.types import FusedActivation, HalVersion, OperationType
+from driver.hal.types import FusedActivation, HalError, HalVersion, OperationType
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
@@ -141,10 +141,24 @@ def layout_shape(n: int, h: int, w: int, c: int, nchw: bool) -> Shape:
 
 
 def check_activation(ctx: OperationContext, i: int) -> int:
+    """The fused activation code (deferrable: Android's validate checks only its type; the
+    kernels reject an unknown code when they run)."""
     act = ctx.scalar(i)
     if not _ACTIVATION_NONE <= act <= _ACTIVATION_RELU6:
-        raise ctx.invalid(f"input {i} (fused activation) must be 0..3, got {act}")
+        raise ctx.invalid(f"input {i} (fused activation) must be 0..3, got {act}", deferrable=True)
     return act
+
+
+def strict_when_version_lacking(
+    ctx: OperationContext, version: HalVersion | None, error: HalError
+) -> HalError:
+    """``error``, no longer deferrable when the model's HAL version lacks ``version`` (the
+    one the hook found the operation needs): Android's ``validateHalVersion`` rejects such
+    a model whatever else is wrong with it. For hooks whose deferrable rejection would
+    otherwise hide the version they return (the validator never sees it)."""
+    if error.deferrable and version is not None and version > ctx.version:
+        error.deferrable = False
+    return error
 
 
 # Plain ints: enum attribute lookups and comparisons cost in the validation hot path.
@@ -221,14 +235,18 @@ class ConvParams(NamedTuple):
 def read_params(ctx: OperationContext, form: ParamForm, what: str = "") -> ConvParams:
     """Read and range-check the scalar parameters of ``form`` (raises Unknown when one is
     not a known constant yet). Error messages are built only on failure: validation runs
-    this for every windowed operation."""
+    this for every windowed operation. Every rule here is deferrable: Android 11's
+    ``validate`` (Conv2D, DepthwiseConv2D, TransposeConv2D, Pooling; ``validateOperation``
+    for GROUPED_CONV_2D) checks the parameters' types only, their values are checked by
+    ``prepare()`` (``Conv2dParam::initialize`` and the like) or the kernels, at execution."""
     scalar = ctx.scalar
     if form.implicit:
         i = form.padding[0]
         code = scalar(i)
         if code != PADDING_SAME and code != PADDING_VALID:
             raise ctx.invalid(
-                f"input {i} (implicit padding) must be 1 (SAME) or 2 (VALID), got {code}"
+                f"input {i} (implicit padding) must be 1 (SAME) or 2 (VALID), got {code}",
+                deferrable=True,
             )
         pads = (0, 0, 0, 0)
     else:
@@ -236,26 +254,30 @@ def read_params(ctx: OperationContext, form: ParamForm, what: str = "") -> ConvP
         pads = tuple([scalar(i) for i in form.padding])
         for k, (i, p) in enumerate(zip(form.padding, pads)):
             if p < 0 and not (form.negative_tail and k % 2):  # k odd: right, bottom
-                raise ctx.invalid(f"input {i} (padding) must be >= 0, got {p}")
+                raise ctx.invalid(f"input {i} (padding) must be >= 0, got {p}", deferrable=True)
     iw, ih = form.stride
     sw, sh = scalar(iw), scalar(ih)
     if sw <= 0:
-        raise ctx.invalid(f"input {iw} (stride width) must be > 0, got {sw}")
+        raise ctx.invalid(f"input {iw} (stride width) must be > 0, got {sw}", deferrable=True)
     if sh <= 0:
-        raise ctx.invalid(f"input {ih} (stride height) must be > 0, got {sh}")
+        raise ctx.invalid(f"input {ih} (stride height) must be > 0, got {sh}", deferrable=True)
     dw = dh = 1
     if form.dilation is not None:
         iw, ih = form.dilation
         dw, dh = scalar(iw), scalar(ih)
         if dw <= 0:
-            raise ctx.invalid(f"input {iw} (dilation width) must be > 0, got {dw}")
+            raise ctx.invalid(f"input {iw} (dilation width) must be > 0, got {dw}", deferrable=True)
         if dh <= 0:
-            raise ctx.invalid(f"input {ih} (dilation height) must be > 0, got {dh}")
+            raise ctx.invalid(
+                f"input {ih} (dilation height) must be > 0, got {dh}", deferrable=True
+            )
     extra = 1
     if form.extra is not None:
         extra = scalar(form.extra)
         if extra <= 0:
-            raise ctx.invalid(f"input {form.extra} ({what}) must be > 0, got {extra}")
+            raise ctx.invalid(
+                f"input {form.extra} ({what}) must be > 0, got {extra}", deferrable=True
+            )
     act = check_activation(ctx, form.activation)
     nchw = bool(scalar(form.layout)) if form.layout is not None else False
     return ConvParams(code, pads, sw, sh, dw, dh, act, nchw, extra)
@@ -391,8 +413,9 @@ _TRANSPOSE_FORMS = (
 
 
 def _validate_quant(ctx: OperationContext, channel_dim: int) -> HalVersion | None:
-    """Filter/bias quantization rules; returns V1_2 when a QUANT8_ASYMM model relies on
-    the relaxed (HAL 1.2) rule that outputScale may be <= inputScale * filterScale."""
+    """Filter quantization rules Android's ``validate`` checks (the per-channel filter's
+    channelDim); returns V1_2 when a QUANT8_ASYMM model relies on the relaxed (HAL 1.2)
+    rule that outputScale may be <= inputScale * filterScale."""
     tin, tf = ctx.input_type(0), ctx.input_type(1)
     if tin not in QUANT8:
         return None
@@ -406,35 +429,73 @@ def _validate_quant(ctx: OperationContext, channel_dim: int) -> HalVersion | Non
                 f"got channelDim {cq.channel_dim}"
             )
         return None
+    if tin == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > _scale_product(ctx)):
+        return V.V1_2
+    return None
+
+
+def _scale_product(ctx: OperationContext) -> float:
     # The float32 product of two float32 scales: their double product is exact (48
     # significant bits), so rounding it once to float32 is what float * float gives.
-    product = f32(f32(ctx.input_scale(0)) * f32(ctx.input_scale(1)))
+    return f32(f32(ctx.input_scale(0)) * f32(ctx.input_scale(1)))
+
+
+def _check_bias_scale(ctx: OperationContext) -> None:
+    """GetQuantizedConvolutionMultipler's rule, with its tolerance (deferrable: Android
+    checks it in prepare() / the kernel, at execution)."""
+    if ctx.input_type(0) not in QUANT8 or ctx.input_type(1) == _T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        return
+    product = _scale_product(ctx)
     bias_scale = f32(ctx.input_scale(2))
-    # GetQuantizedConvolutionMultipler's rule, with its tolerance.
     if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
         raise ctx.invalid(
             f"input 2 (bias) scale must equal input scale * filter scale = {product!r}, "
             f"got {bias_scale!r}",
             deferrable=True,
         )
-    if tin == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
-        return V.V1_2
-    return None
+
+
+def _check_rank_deferrable(ctx: OperationContext, i: int, rank: int) -> None:
+    """``check_rank(i, exact=rank)`` as a deferrable rejection (a rank only Android's
+    prepare() checks)."""
+    try:
+        ctx.check_rank(i, exact=rank)
+    except HalError as e:
+        e.deferrable = True
+        raise
 
 
 def _validate_common(
-    ctx: OperationContext, params: Callable[[OperationContext], ConvParams], channel_dim: int
+    ctx: OperationContext,
+    params: Callable[[OperationContext], ConvParams],
+    channel_dim: int,
+    *,
+    strict_ranks: bool = True,
 ) -> HalVersion | None:
     """Ranks, quantization and parameter ranges (the parameter-form versions are in the
-    signatures). ``params`` reads the parameters, once per context."""
-    ctx.check_rank(0, exact=4)
-    ctx.check_rank(1, exact=4)
-    ctx.check_rank(2, exact=1)
+    signatures). ``params`` reads the parameters, once per context.
+
+    Strict (Android 11's ``validate``: Conv2D.cpp, DepthwiseConv2D.cpp, TransposeConv2D.cpp
+    check the input and filter ranks when known — ``strict_ranks``; every one checks a
+    per-channel filter's channelDim and the HAL version) before deferrable (only their
+    ``prepare()`` or kernels check them, at execution: the bias rank, the bias scale, every
+    parameter value; GROUPED_CONV_2D's ``validateOperation`` checks no rank at all)."""
+    if strict_ranks:
+        ctx.check_rank(0, exact=4)
+        ctx.check_rank(1, exact=4)
     version = _validate_quant(ctx, channel_dim)
-    try:  # noqa: SIM105 - contextlib.suppress costs more than this whole check
+    try:
+        if not strict_ranks:
+            _check_rank_deferrable(ctx, 0, 4)
+            _check_rank_deferrable(ctx, 1, 4)
+        _check_rank_deferrable(ctx, 2, 1)
+        _check_bias_scale(ctx)
         ctx.once(params)
     except Unknown:
         pass
+    except HalError as e:
+        strict_when_version_lacking(ctx, version, e)
+        raise
     return version
 
 
@@ -742,7 +803,7 @@ DEPTHWISE_CONV_2D = OperationDeclaration(
 
 
 def _validate_grouped(ctx: OperationContext) -> HalVersion | None:
-    _validate_common(ctx, _grouped_params, channel_dim=0)
+    _validate_common(ctx, _grouped_params, channel_dim=0, strict_ranks=False)
     return None  # HAL 1.2 (signed: 1.3) whatever the scales: the signatures say so
 
 

@@ -5,6 +5,7 @@ against an independent scalar implementation, and the cross-type properties."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -16,7 +17,8 @@ from driver.hal.types import ErrorStatus, HalError, HalVersion, SymmPerChannelQu
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations.conv import explicit_padding, explicit_padding_transpose, out_size
-from driver.testing import output, run_op, scalar, tensor
+from driver.testing import output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
 
 RELAXED_TOL = 5 * 2.0**-10
 
@@ -911,3 +913,123 @@ def test_zero_sized_batch_runs():
         O.CONV_2D, [*ins, I(2), I(1), I(1), I(0)], [output(T.TENSOR_FLOAT32, (0, 2, 2, 1))]
     )
     assert y.shape == (0, 2, 2, 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Deferrable rejections: what Android 11's validate leaves to prepare(), at execution
+# ---------------------------------------------------------------------------------------
+
+_F = T.TENSOR_FLOAT32
+_Q = T.TENSOR_QUANT8_ASYMM
+_PC = T.TENSOR_QUANT8_SYMM_PER_CHANNEL
+
+
+def _conv_model(
+    op=O.CONV_2D,
+    params=None,
+    x_shape=(1, 3, 3, 1),
+    f_shape=(1, 2, 2, 1),
+    b_shape=(1,),
+    out=(1, 2, 2, 1),
+    quant=None,
+):
+    """A one-operation convolution model. ``quant``: (filter type, filter channel quant,
+    bias scale, output scale) for a QUANT8_ASYMM input of scale 0.5."""
+    if params is None:
+        params = (I(2), I(1), I(1), I(0))
+    if quant is None:
+        ins = [
+            tensor(_F, np.zeros(x_shape)),
+            tensor(_F, np.zeros(f_shape), const=True),
+            tensor(_F, np.zeros(b_shape), const=True),
+        ]
+        outs = [output(_F, out)]
+    else:
+        tf, cq, bias_scale, out_scale = quant
+        ins = [
+            tensor(_Q, np.zeros(x_shape), scale=0.5),
+            tensor(tf, np.zeros(f_shape), scale=0.0 if cq else 0.5, channel_quant=cq, const=True),
+            tensor(T.TENSOR_INT32, np.zeros(b_shape), scale=bias_scale, const=True),
+        ]
+        outs = [output(_Q, out, scale=out_scale)]
+    model, _ = single_op_model(op, [*ins, *params], outs)
+    return model
+
+
+_NO_LAYOUT = scalar(T.BOOL, False)
+V10, V13 = HalVersion.V1_0, HalVersion.V1_3
+_BAD_CHANNEL_DIM = SymmPerChannelQuantParams(3, (0.5,))
+
+
+@pytest.mark.parametrize(
+    "model, version, deferrable, match",
+    [
+        # Conv2dParam::initialize / the kernels check every parameter value (prepare()).
+        (_conv_model(params=(I(3), I(1), I(1), I(0))), V13, True, "implicit padding"),
+        (_conv_model(params=(I(-1), I(0), I(0), I(0), I(1), I(1), I(0))), V13, True, "padding"),
+        (_conv_model(params=(I(2), I(0), I(1), I(0))), V13, True, "stride width"),
+        (_conv_model(params=(I(2), I(1), I(0), I(0))), V13, True, "stride height"),
+        (
+            _conv_model(params=(I(2), I(1), I(1), I(0), _NO_LAYOUT, I(0), I(1))),
+            V13,
+            True,
+            "dilation width",
+        ),
+        (_conv_model(params=(I(2), I(1), I(1), I(4))), V13, True, "fused activation"),
+        (
+            _conv_model(O.DEPTHWISE_CONV_2D, (I(2), I(1), I(1), I(0), I(0)), f_shape=(1, 2, 2, 1)),
+            V13,
+            True,
+            "depth multiplier",
+        ),
+        (
+            _conv_model(O.GROUPED_CONV_2D, (I(2), I(1), I(1), I(0), I(0), _NO_LAYOUT)),
+            V13,
+            True,
+            "number of groups",
+        ),
+        (
+            _conv_model(
+                O.TRANSPOSE_CONV_2D,
+                (I(0), I(0), I(0), I(0), I(0), I(1), I(0), _NO_LAYOUT),
+                out=(1, 4, 4, 1),
+            ),
+            V13,
+            True,
+            "stride width",
+        ),
+        # The bias rank: only prepare() checks it.
+        (_conv_model(b_shape=(1, 1)), V13, True, "input 2 must have rank 1"),
+        # GROUPED_CONV_2D's validateOperation checks no rank.
+        (
+            _conv_model(
+                O.GROUPED_CONV_2D, (I(2), I(1), I(1), I(1), I(0), _NO_LAYOUT), x_shape=(3, 3, 1)
+            ),
+            V13,
+            True,
+            "input 0 must have rank 4",
+        ),
+        # The bias scale (GetQuantizedConvolutionMultipler, at execution)...
+        (_conv_model(quant=(_Q, None, 0.3, 1.0)), V13, True, "bias\\) scale"),
+        # ...unless the model's HAL version lacks the relaxed output scale rule it
+        # relies on: Android's validateHalVersion rejects that model.
+        (_conv_model(quant=(_Q, None, 0.3, 0.1)), V10, False, "bias\\) scale"),
+        # Android's Conv2D/DepthwiseConv2D validate: input and filter ranks, channelDim.
+        (_conv_model(x_shape=(3, 3, 1)), V13, False, "input 0 must have rank 4"),
+        (_conv_model(f_shape=(2, 2, 1)), V13, False, "input 1 must have rank 4"),
+        (_conv_model(quant=(_PC, _BAD_CHANNEL_DIM, 0.0, 1.0)), V13, False, "channelDim"),
+        # A strict rule wins over an earlier deferrable one of the same operation.
+        (
+            _conv_model(b_shape=(1, 1), quant=(_PC, _BAD_CHANNEL_DIM, 0.0, 1.0)),
+            V13,
+            False,
+            "channelDim",
+        ),
+    ],
+)
+def test_rejections_android_validation_leaves_to_execution(model, version, deferrable, match):
+    with pytest.raises(HalError) as info:
+        validate_model(model, version)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
