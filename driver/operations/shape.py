@@ -14,9 +14,14 @@ declares another), so a model that breaks the rule has no defined result.
 Conventions shared with :mod:`driver.operations.reduction` and
 :mod:`driver.operations.lookup`: value-only rules (a permutation, block sizes >= 1) are
 checked by helpers that both ``validate`` and ``infer_shapes`` call, so they hold for
-constants at validation and for run-time inputs alike; rules that depend on input *data*
+constants at validation and for run-time inputs alike. Android 11's validation checks only
+these operations' operand counts, types, versions and (some) ranks; it checks such
+parameter values (axes, shape and permutation vectors, split counts, strides, paddings,
+multiples, block sizes, groups, k) in ``prepare()``, at execution, so their rejections are
+``deferrable`` (see :class:`driver.hal.types.HalError`). Rules that depend on input *data*
 (an index out of range) are checked by the kernel and fail with GENERAL_FAILURE, as
-Android's ``CpuExecutor`` reports ``ANEURALNETWORKS_OP_FAILED``.
+Android's ``CpuExecutor`` reports ``ANEURALNETWORKS_OP_FAILED`` (a constant GATHER index
+out of range is also rejected at validation, deferrable).
 """
 
 from __future__ import annotations
@@ -95,6 +100,7 @@ def normalize_axis(ctx: OperationContext, i: int, axis: int, rank: int, what: st
     ctx.check(
         -rank <= axis < rank,
         f"input {i}: {what} {axis} is out of range for rank {rank} (must be in [{-rank}, {rank}))",
+        deferrable=True,
     )
     return axis % rank
 
@@ -102,11 +108,16 @@ def normalize_axis(ctx: OperationContext, i: int, axis: int, rank: int, what: st
 def int_vector(ctx: OperationContext, i: int, what: str, length: int | None = None) -> list[int]:
     """The values of 1-D TENSOR_INT32 input ``i`` (``length`` elements if given)."""
     v = ctx.value(i)
-    ctx.check(v.ndim == 1, f"input {i}: {what} must be a 1-D tensor, got shape {list(v.shape)}")
+    ctx.check(
+        v.ndim == 1,
+        f"input {i}: {what} must be a 1-D tensor, got shape {list(v.shape)}",
+        deferrable=True,
+    )
     if length is not None:
         ctx.check(
             v.shape[0] == length,
             f"input {i}: {what} must have {length} elements, got {v.shape[0]}",
+            deferrable=True,
         )
     return [int(x) for x in v]
 
@@ -155,10 +166,12 @@ def _reshape_target(ctx: OperationContext) -> list[int]:
     ctx.check(
         sum(d == -1 for d in target) <= 1,
         f"input 1: at most one dimension of the shape may be -1, got {target}",
+        deferrable=True,
     )
     ctx.check(
         all(d >= 0 or d == -1 for d in target),
         f"input 1: shape dimensions must be non-negative or -1, got {target}",
+        deferrable=True,
     )
     return target
 
@@ -290,6 +303,7 @@ def _perm(ctx: OperationContext) -> list[int] | None:
     ctx.check(
         sorted(perm) == list(range(len(perm))),
         f"input 1: {perm} is not a permutation of 0..{len(perm) - 1}",
+        deferrable=True,
     )
     return perm
 
@@ -356,7 +370,11 @@ def _validate_concatenation(ctx: OperationContext) -> HalVersion | None:
         ctx.check_rank(i)
     with when_known:
         axis = ctx.scalar(n)
-        ctx.check(axis >= 0, f"input {n}: the concatenation axis must be >= 0, got {axis}")
+        ctx.check(
+            axis >= 0,
+            f"input {n}: the concatenation axis must be >= 0, got {axis}",
+            deferrable=True,
+        )
     return version
 
 
@@ -448,6 +466,7 @@ def _split_count(ctx: OperationContext) -> int:
     ctx.check(
         n == ctx.num_outputs,
         f"input 2: number of splits {n} differs from the number of outputs {ctx.num_outputs}",
+        deferrable=True,
     )
     return n
 
@@ -557,7 +576,11 @@ def _clamped_index(index: int, dim: int, positive_stride: bool) -> int:
 
 def _strides(ctx: OperationContext) -> list[int]:
     strides = int_vector(ctx, 3, "strides")
-    ctx.check(all(s != 0 for s in strides), f"input 3: strides must be non-zero, got {strides}")
+    ctx.check(
+        all(s != 0 for s in strides),
+        f"input 3: strides must be non-zero, got {strides}",
+        deferrable=True,
+    )
     return strides
 
 
@@ -634,8 +657,13 @@ def _paddings(ctx: OperationContext, i: int, rows: int | None) -> np.ndarray:
         p.ndim == 2 and p.shape[1] == 2 and (rows is None or p.shape[0] == rows),
         f"input {i}: paddings must have shape [{rows if rows is not None else 'rank'}, 2], "
         f"got {list(p.shape)}",
+        deferrable=True,
     )
-    ctx.check(bool((p >= 0).all()), f"input {i}: paddings must be >= 0, got {p.tolist()}")
+    ctx.check(
+        bool((p >= 0).all()),
+        f"input {i}: paddings must be >= 0, got {p.tolist()}",
+        deferrable=True,
+    )
     return p
 
 
@@ -715,7 +743,7 @@ PAD_V2 = OperationDeclaration(
 
 def _multiples(ctx: OperationContext, rank: int | None) -> list[int]:
     m = int_vector(ctx, 1, "multiples", rank)
-    ctx.check(all(k >= 0 for k in m), f"input 1: multiples must be >= 0, got {m}")
+    ctx.check(all(k >= 0 for k in m), f"input 1: multiples must be >= 0, got {m}", deferrable=True)
     return m
 
 
@@ -761,13 +789,19 @@ def _check_gather_indices(ctx: OperationContext, indices: np.ndarray, size: int,
         )
 
 
+def _deferred_invalid(ctx: OperationContext, message: str) -> HalError:
+    """A constant index out of range: Android's gather checks its indices only when it
+    runs (project policy: rejected up front, deferrable)."""
+    return ctx.invalid(message, deferrable=True)
+
+
 def _validate_gather(ctx: OperationContext) -> HalVersion | None:
     require_same_quant(ctx)
     with when_known:
         shape = ctx.shape(0)
         axis = normalize_axis(ctx, 1, ctx.scalar(1), len(shape))
         if is_constant(ctx, 2):
-            _check_gather_indices(ctx, ctx.value(2), shape[axis], OperationContext.invalid)
+            _check_gather_indices(ctx, ctx.value(2), shape[axis], _deferred_invalid)
     return None
 
 
@@ -802,7 +836,11 @@ GATHER = OperationDeclaration(
 
 def _fill_dims(ctx: OperationContext) -> list[int]:
     dims = int_vector(ctx, 0, "the output shape")
-    ctx.check(all(d >= 0 for d in dims), f"input 0: output dimensions must be >= 0, got {dims}")
+    ctx.check(
+        all(d >= 0 for d in dims),
+        f"input 0: output dimensions must be >= 0, got {dims}",
+        deferrable=True,
+    )
     return dims
 
 
@@ -895,7 +933,9 @@ def _back(y: np.ndarray, nchw: bool) -> np.ndarray:
 
 def _block_shape(ctx: OperationContext) -> tuple[int, int]:
     bh, bw = int_vector(ctx, 1, "the block shape", 2)
-    ctx.check(bh >= 1 and bw >= 1, f"input 1: block sizes must be >= 1, got {[bh, bw]}")
+    ctx.check(
+        bh >= 1 and bw >= 1, f"input 1: block sizes must be >= 1, got {[bh, bw]}", deferrable=True
+    )
     return bh, bw
 
 
@@ -1003,7 +1043,7 @@ SPACE_TO_BATCH_ND = OperationDeclaration(
 
 def _block_size(ctx: OperationContext) -> int:
     bs = ctx.scalar(1)
-    ctx.check(bs >= 1, f"input 1: block size must be >= 1, got {bs}")
+    ctx.check(bs >= 1, f"input 1: block size must be >= 1, got {bs}", deferrable=True)
     return bs
 
 
@@ -1096,7 +1136,9 @@ def _validate_channel_shuffle(ctx: OperationContext) -> HalVersion | None:
     require_same_quant(ctx)
     with when_known:
         groups = ctx.scalar(1)
-        ctx.check(groups > 0, f"input 1: number of groups must be > 0, got {groups}")
+        ctx.check(
+            groups > 0, f"input 1: number of groups must be > 0, got {groups}", deferrable=True
+        )
     return None
 
 

@@ -706,6 +706,98 @@ def test_rank_4_with_an_unspecified_dimension_is_accepted(op, inputs):
     accepts(op, inputs, [output(F32)], V.V1_2)
 
 
+# --- what Android's validation leaves to execution -----------------------------------
+
+X1111 = np.ones((1, 1, 1, 1), np.float32)
+X4111 = np.ones((4, 1, 1, 1), np.float32)
+
+
+def _android_validation_cases():
+    """(op, inputs, outputs, deferrable, message): Android 11's Utils.cpp validateOperation
+    and the R OperationResolver validate() functions check these operations' operand counts,
+    types, HAL versions and (RESHAPE ... CHANNEL_SHUFFLE's "up to 4") ranks; parameter
+    values are checked in prepare(), at execution."""
+    out = [output(F32)]
+    q = tensor(Q8, [1, 2], scale=0.5, zero_point=3)
+    pad2 = i32([[0, 0], [0, 0]])
+    return [
+        # reshapePrepare: the shape tensor and its values
+        (O.RESHAPE, [f32(X23), i32([-1, -1])], out, True, "at most one dimension"),
+        (O.RESHAPE, [f32(X23), i32([-2, -3])], out, True, "non-negative or -1"),
+        (O.RESHAPE, [f32(X23), i32([[2, 3]])], out, True, "must be a 1-D tensor"),
+        # expand_dims::prepare, gather::prepare (handleNegativeAxis)
+        (O.EXPAND_DIMS, [f32(X23), i(3)], out, True, "out of range for rank 3"),
+        (O.GATHER, [f32(X23), i(2), i32([0])], out, True, "out of range for rank 2"),
+        # the gather kernel checks indices (a constant one is rejected up front by policy)
+        (O.GATHER, [f32(X23), i(0), i32([0, 2])], out, True, "index 2 is out of range"),
+        # transposePrepare
+        (O.TRANSPOSE, [f32(X234), i32([0, 0, 1])], out, True, "not a permutation"),
+        # Concatenation.cpp prepare
+        (O.CONCATENATION, [f32(X23), f32(X23), i(-1)], out, True, "must be >= 0"),
+        # CpuExecutor's SPLIT case: numOutputs != outs.size()
+        (O.SPLIT, [f32(X234), i(0), i(2)], out * 3, True, "differs from the number"),
+        # StridedSlice.cpp prepare
+        (
+            O.STRIDED_SLICE,
+            [f32(X23), i32([0, 0]), i32([2, 3]), i32([1, 0]), i(0), i(0), i(0)],
+            out,
+            True,
+            "strides must be non-zero",
+        ),
+        # padPrepare
+        (O.PAD, [f32(X23), i32([[0, 1], [-1, 0]])], out, True, "paddings must be >= 0"),
+        (O.PAD, [f32(X23), i32([[0, 1, 2], [0, 0, 0]])], out, True, "paddings must have shape"),
+        (
+            O.PAD_V2,
+            [f32(X23), i32([[0, 1], [-1, 0]]), scalar(T.FLOAT32, 0.0)],
+            out,
+            True,
+            "paddings must be >= 0",
+        ),
+        # tile::prepare
+        (O.TILE, [f32(X23), i32([1, -1])], out, True, "multiples must be >= 0"),
+        # Fill.cpp prepare
+        (O.FILL, [i32([2, -1]), scalar(T.FLOAT32, 0.0)], out, True, "dimensions must be >= 0"),
+        # batchToSpacePrepare, spaceToBatchPrepare, depthToSpacePrepare, spaceToDepthPrepare
+        (O.BATCH_TO_SPACE_ND, [f32(X4111), i32([0, 2])], out, True, "block sizes must be >= 1"),
+        (O.BATCH_TO_SPACE_ND, [f32(X4111), i32([1, 1, 1])], out, True, "must have 2 elements"),
+        (O.SPACE_TO_BATCH_ND, [f32(X1111), i32([1, 0]), pad2], out, True, "block sizes"),
+        (
+            O.SPACE_TO_BATCH_ND,
+            [f32(X1111), i32([1, 1]), i32([[0, -1], [0, 0]])],
+            out,
+            True,
+            "paddings must be >= 0",
+        ),
+        (O.DEPTH_TO_SPACE, [f32(X1111), i(0)], out, True, "block size must be >= 1"),
+        (O.SPACE_TO_DEPTH, [f32(X1111), i(0)], out, True, "block size must be >= 1"),
+        # ChannelShuffle.cpp prepare
+        (O.CHANNEL_SHUFFLE, [f32(X23), i(0), i(1)], out, True, "groups must be > 0"),
+        # already deferrable: a quantization the output does not keep (96f6447)
+        (O.RESHAPE, [q, i32([2])], [output(Q8, scale=0.5, zero_point=4)], True, "zero point"),
+        # strict: Utils.cpp "inputRank > 4", hasKnownRank checks in validate()
+        (O.RESHAPE, [f32(np.zeros((1,) * 5)), i32([1])], out, False, r"rank 0\.\.4"),
+        (O.CONCATENATION, [f32(np.zeros((1,) * 5)), i(-1)], out, False, r"rank 0\.\.4"),
+        (O.BATCH_TO_SPACE_ND, [f32(np.ones((4, 1, 1))), i32([0, 2])], out, False, "rank 4"),
+        # strict: operand types (validateOperationOperandTypes)
+        (O.TILE, [f32(X23), tensor(F32, [1.0, 1.0])], out, False, "TENSOR_FLOAT32"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "op, inputs, outputs, deferrable, match",
+    _android_validation_cases(),
+    ids=lambda c: getattr(c, "name", None) if isinstance(c, O) else None,
+)
+def test_rejections_android_validation_leaves_to_execution(op, inputs, outputs, deferrable, match):
+    model, _ = single_op_model(op, inputs, outputs)
+    with pytest.raises(HalError) as info:
+        validate_model(model)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
+
+
 # --- quantization is carried, and signed = unsigned - 128 ------------------------------
 
 
