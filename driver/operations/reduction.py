@@ -420,7 +420,7 @@ ARGMIN = _arg_declaration(OP.ARGMIN, True)
 
 def _topk_k(ctx: OperationContext) -> int:
     k = ctx.scalar(1)
-    ctx.check(k > 0, f"input 1: k must be > 0, got {k}")
+    ctx.check(k > 0, f"input 1: k must be > 0, got {k}", deferrable=True)
     return k
 
 

@@ -349,6 +349,50 @@ def test_topk_rejects():
     rejects(O.TOPK_V2, [tensor(F32, X), i(0)], [output(F32), output(I32)], "k must be > 0")
 
 
+# --- what Android's validation leaves to execution -----------------------------------
+
+
+def _android_validation_cases():
+    """(op, inputs, outputs, deferrable, message): Android 11 validates these operations'
+    operand counts, types, HAL versions and (MEAN, REDUCE_*: "up to 4") ranks (Utils.cpp
+    validateOperation for MEAN, ARGMAX/ARGMIN, TOPK_V2; Reduce.cpp validate()); the axes
+    and k are checked in prepare(), at execution."""
+    out, x5 = [output(F32)], tensor(F32, np.ones((1,) * 5, np.float32))
+    topk_out = [output(F32), output(I32)]
+    return [
+        # meanPrepare / Reduce.cpp prepare: the axes tensor
+        (O.MEAN, [tensor(F32, X), i32([[0]]), i(0)], out, True, "must be a 1-D tensor"),
+        (O.REDUCE_SUM, [tensor(F32, X), i32([[0]]), b(False)], out, True, "1-D tensor"),
+        (O.REDUCE_ANY, [tensor(B8, [True]), i32([[0]]), b(False)], [output(B8)], True, "1-D"),
+        # already deferrable (infer_shapes): an axis out of range
+        (O.MEAN, [tensor(F32, X), i32([3]), i(0)], out, True, "out of range for rank 3"),
+        # argMinMaxPrepare (handleNegativeAxis)
+        (O.ARGMAX, [tensor(F32, X), i(3)], [output(I32)], True, "out of range for rank 3"),
+        (O.ARGMIN, [tensor(F32, X), i(-4)], [output(I32)], True, "out of range for rank 3"),
+        # topk_v2::prepare
+        (O.TOPK_V2, [tensor(F32, X), i(0)], topk_out, True, "k must be > 0"),
+        # strict: Utils.cpp "inputRank > 4" (MEAN), hasKnownRank in Reduce.cpp validate()
+        (O.MEAN, [x5, i32([0]), i(0)], out, False, r"rank 0\.\.4"),
+        (O.REDUCE_MAX, [x5, i32([-9]), b(False)], out, False, r"rank 0\.\.4"),
+        # strict: operand types (validateOperationOperandTypes)
+        (O.ARGMAX, [tensor(F32, X), i(0)], [output(F32)], False, "TENSOR_FLOAT32"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "op, inputs, outputs, deferrable, match",
+    _android_validation_cases(),
+    ids=lambda c: getattr(c, "name", None) if isinstance(c, O) else None,
+)
+def test_rejections_android_validation_leaves_to_execution(op, inputs, outputs, deferrable, match):
+    model, _ = single_op_model(op, inputs, outputs)
+    with pytest.raises(HalError) as info:
+        validate_model(model)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
+
+
 # --- signed = unsigned - 128 -------------------------------------------------------------
 
 QUANT_OPS = [O.MEAN, O.REDUCE_MAX, O.REDUCE_MIN, O.ARGMAX, O.ARGMIN, O.TOPK_V2]
