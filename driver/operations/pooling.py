@@ -65,14 +65,16 @@ def _filter_positions(ctx: OperationContext) -> tuple[int, int]:
 
 def _params(ctx: OperationContext) -> tuple[ConvParams, int, int]:
     """The checked scalar parameters and the filter height and width (``validate`` and
-    ``infer_shapes`` read them through ``ctx.once``)."""
+    ``infer_shapes`` read them through ``ctx.once``). Deferrable, like every rule of
+    :func:`read_params`: Android 11's Pooling.cpp ``validate`` checks the parameters'
+    types only; ``prepare()`` (``PoolingParam::initialize``) checks their values."""
     p = read_params(ctx, _form(ctx))
     iw, ih = _filter_positions(ctx)
     fw, fh = ctx.scalar(iw), ctx.scalar(ih)
     if fw <= 0:
-        raise ctx.invalid(f"input {iw} (filter width) must be > 0, got {fw}")
+        raise ctx.invalid(f"input {iw} (filter width) must be > 0, got {fw}", deferrable=True)
     if fh <= 0:
-        raise ctx.invalid(f"input {ih} (filter height) must be > 0, got {fh}")
+        raise ctx.invalid(f"input {ih} (filter height) must be > 0, got {fh}", deferrable=True)
     return p, fh, fw
 
 

@@ -4,6 +4,7 @@ formulation in every form, and the cross-type properties."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -15,7 +16,8 @@ from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations.conv import explicit_padding, out_size
-from driver.testing import output, run_op, scalar, tensor
+from driver.testing import output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
 
 RELAXED_TOL = 5 * 2.0**-10
 SCALE, ZP = 0.25, 100
@@ -338,3 +340,48 @@ def test_layout_needs_hal_1_2():
     outs = [output(T.TENSOR_FLOAT32, (1, 3, 3, 1))]
     run_op(O.MAX_POOL_2D, [x, *params], outs, version=HalVersion.V1_2)
     _rejected(lambda: run_op(O.MAX_POOL_2D, [x, *params], outs, version=HalVersion.V1_1))
+
+
+# ---------------------------------------------------------------------------------------
+# Deferrable rejections: what Android 11's validate leaves to prepare(), at execution
+# ---------------------------------------------------------------------------------------
+
+
+def _pool_model(params, op=O.MAX_POOL_2D, x_shape=(1, 4, 4, 1), out=(1, 2, 2, 1), out_t=None):
+    t = T.TENSOR_FLOAT32
+    ins = [tensor(t, np.zeros(x_shape)), *params]
+    model, _ = single_op_model(op, ins, [output(out_t or t, out)])
+    return model
+
+
+@pytest.mark.parametrize(
+    "model, deferrable, match",
+    [
+        # Pooling.cpp prepare() (PoolingParam::initialize) checks every parameter value.
+        (_pool_model([I(0), I(2), I(2), I(2), I(2), I(0)]), True, "implicit padding"),
+        (_pool_model([I(-1), I(0), I(0), I(0), I(2), I(2), I(2), I(2), I(0)]), True, "padding"),
+        (_pool_model([I(2), I(0), I(2), I(2), I(2), I(0)]), True, "stride width"),
+        (_pool_model([I(2), I(2), I(0), I(2), I(2), I(0)]), True, "stride height"),
+        (_pool_model([I(2), I(2), I(2), I(0), I(2), I(0)], O.L2_POOL_2D), True, "filter width"),
+        (
+            _pool_model([I(2), I(2), I(2), I(2), I(0), I(0)], O.AVERAGE_POOL_2D),
+            True,
+            "filter height",
+        ),
+        (_pool_model([I(2), I(2), I(2), I(2), I(2), I(5)]), True, "fused activation"),
+        # Android's validate: the operand types and the input rank.
+        (_pool_model([I(2), I(2), I(2), I(2), I(2), I(0)], x_shape=(4, 4, 1)), False, "rank 4"),
+        (
+            _pool_model([I(2), I(2), I(2), I(2), I(2), I(0)], out_t=T.TENSOR_FLOAT16),
+            False,
+            "TENSOR_FLOAT16",
+        ),
+        (_pool_model([I(2), I(0), I(2), I(2), I(2), I(0)], x_shape=(4, 4, 1)), False, "rank 4"),
+    ],
+)
+def test_rejections_android_validation_leaves_to_execution(model, deferrable, match):
+    with pytest.raises(HalError) as info:
+        validate_model(model)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
