@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from driver.hal.types import FusedActivation, HalVersion, OperationType
+from driver.hal.types import FusedActivation, HalError, HalVersion, OperationType
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
@@ -94,14 +94,18 @@ def broadcast_shape(ctx: OperationContext, a: int = 0, b: int = 1) -> Shape:
     return out
 
 
-def same_shape(ctx: OperationContext, indexes: tuple[int, ...]) -> Shape:
-    """The common shape of inputs ``indexes``; invalid if they differ."""
+def same_shape(
+    ctx: OperationContext, indexes: tuple[int, ...], *, deferrable: bool = False
+) -> Shape:
+    """The common shape of inputs ``indexes``; invalid if they differ (``deferrable``:
+    for a ``validate`` hook, where Android checks it only in ``prepare()``)."""
     first = ctx.shape(indexes[0])
     for i in indexes[1:]:
         s = ctx.shape(i)
         if s != first:
             raise ctx.invalid(
-                f"inputs {indexes[0]} and {i} must have the same shape: {list(first)} vs {list(s)}"
+                f"inputs {indexes[0]} and {i} must have the same shape: {list(first)} vs {list(s)}",
+                deferrable=deferrable,
             )
     return first
 
@@ -115,11 +119,25 @@ def reject_zero_sized(ctx: OperationContext, *inputs: int) -> None:
             raise ctx.invalid(f"input {i} is zero-sized {list(s)}; this operation needs elements")
 
 
+def check_rank_deferrable(ctx: OperationContext, i: int, **rule) -> None:
+    """``ctx.check_rank(i, **rule)`` (same rule, same message) as a deferrable rejection:
+    for a rank Android's validation does not check (its ``prepare()`` does)."""
+    try:
+        ctx.check_rank(i, **rule)
+    except HalError as e:
+        e.deferrable = True
+        raise
+
+
 def activation_code(ctx: OperationContext, i: int) -> int:
-    """The fused activation scalar at input ``i``, checked to be a FuseCode."""
+    """The fused activation scalar at input ``i``, checked to be a FuseCode (deferrable:
+    Android's validation checks only its type; the kernels' activation switch fails on
+    another value, at execution)."""
     act = ctx.scalar(i)
     if act not in (0, 1, 2, 3):  # the message only on failure: this runs per operation
-        raise ctx.invalid(f"input {i}: fused activation must be 0..3 (NONE..RELU6), got {act}")
+        raise ctx.invalid(
+            f"input {i}: fused activation must be 0..3 (NONE..RELU6), got {act}", deferrable=True
+        )
     return act
 
 
@@ -364,8 +382,13 @@ def _binary_with_activation(types_by_version) -> tuple[Signature, ...]:
 
 
 def _validate_binary(ctx: OperationContext) -> HalVersion | None:
-    ctx.check_rank(0, max_rank=4)
-    ctx.check_rank(1, max_rank=4)
+    # Android 11's BroadcastOps validate checks the ranks (when both are known) and, for a
+    # TENSOR_QUANT8_ASYMM MUL, output.scale > input1.scale * input2.scale. The other rules
+    # here are its prepare()'s and kernels' (deferrable), so they come after those.
+    both_ranks_known = ctx.known_rank(0) is not None and ctx.known_rank(1) is not None
+    if both_ranks_known:
+        ctx.check_rank(0, max_rank=4)
+        ctx.check_rank(1, max_rank=4)
     t = ctx.input_type(0)
     op = ctx.operation_type
     if t in QUANT8_ASYMM_TYPES:
@@ -378,19 +401,24 @@ def _validate_binary(ctx: OperationContext) -> HalVersion | None:
                 raise ctx.invalid(
                     f"output scale {so} must be greater than input scales' product "
                     f"{s1} * {s2} = {product}",
-                    deferrable=True,
+                    deferrable=t != _T.TENSOR_QUANT8_ASYMM,  # validate checks unsigned only
                 )
-        else:
-            m = 2.0 * max(s1, s2) / ((1 << 20) * so)
-            if not m < 1.0:
-                raise ctx.invalid(
-                    f"output scale {so} is too small for input scales {s1}, {s2} "
-                    f"(output multiplier {m} must be below 1)",
-                    deferrable=True,
-                )
+    if not both_ranks_known:  # prepare() checks the ranks
+        check_rank_deferrable(ctx, 0, max_rank=4)
+        check_rank_deferrable(ctx, 1, max_rank=4)
+    if t in QUANT8_ASYMM_TYPES and op != OperationType.MUL:
+        m = 2.0 * max(s1, s2) / ((1 << 20) * so)
+        if not m < 1.0:
+            raise ctx.invalid(
+                f"output scale {so} is too small for input scales {s1}, {s2} "
+                f"(output multiplier {m} must be below 1)",
+                deferrable=True,
+            )
     act = activation_code(ctx, 2)
-    if t == _T.TENSOR_INT32 and act != 0:
-        raise ctx.invalid(f"TENSOR_INT32 arithmetic takes no fused activation, got {act}")
+    if t == _T.TENSOR_INT32 and act != 0:  # executeInt32's NN_RET_CHECK, at execution
+        raise ctx.invalid(
+            f"TENSOR_INT32 arithmetic takes no fused activation, got {act}", deferrable=True
+        )
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 
 import numpy as np
 import pytest
@@ -46,6 +47,23 @@ def rejects(op, inputs, outputs, version=HalVersion.V1_3, match: str = "") -> st
     assert info.value.status == ErrorStatus.INVALID_ARGUMENT
     assert match in str(info.value), str(info.value)
     return str(info.value)
+
+
+def rejection(op, inputs, outputs, version=HalVersion.V1_3) -> HalError:
+    """The INVALID_ARGUMENT validation raises for the one-operation model."""
+    model, _ = single_op_model(op, inputs, outputs)
+    with pytest.raises(HalError) as info:
+        validate_model(model, version)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    return info.value
+
+
+def assert_rejection(case, deferrable: bool, match: str) -> None:
+    """``case`` = (op, inputs, outputs[, version]) is rejected, ``deferrable`` as expected (Android
+    11's validation leaves the rule to execution), with a message matching ``match``."""
+    err = rejection(*case)
+    assert re.search(match, err.message), err.message
+    assert err.deferrable is deferrable, err.message
 
 
 def accepts(op, inputs, outputs, version=HalVersion.V1_3) -> None:
@@ -685,6 +703,50 @@ def test_rejects_unsupported_types(op, types):
     b.add_operation(op, ins, [out])
     with pytest.raises(HalError, match="no signature"):
         validate_model(b.build())
+
+
+def _u8(scale: float, dims=(2,), t=U8, **kw):
+    return tensor(t, np.ones(dims, np.uint8 if t == U8 else np.int8), scale=scale, **kw)
+
+
+_F5 = tensor(F32, np.zeros((1, 1, 1, 1, 2), np.float32))
+_F_UNKNOWN_RANK = tensor(F32, [1.0, 2.0], declared_dims=())
+
+
+@pytest.mark.parametrize(
+    "case, deferrable, match",
+    [
+        # BroadcastOps' kernels switch on the activation (fail on another value) and
+        # executeInt32 checks it is NONE, at execution.
+        ((O.ADD, [F2, F2, act(4)], [output(F32, (2,))]), True, "fused activation must be 0..3"),
+        ((O.MUL, [tensor(I32, [1, 2]), tensor(I32, [1, 2]), act(1)], [output(I32, (2,))]),
+         True, "TENSOR_INT32 arithmetic takes no fused activation"),
+        # addQuant8/subQuant8's output multiplier, signed mulQuant8's: kernels.
+        ((O.SUB, [_u8(1.0), _u8(1.0), act(0)], [output(U8, (2,), scale=2.0**-20)]),
+         True, "output multiplier"),
+        ((O.MUL, [_u8(0.5, t=S8), _u8(0.25, t=S8), act(0)], [output(S8, (2,), scale=0.125)]),
+         True, "greater than input scales' product"),
+        # validate: NN_RET_CHECK_GT(output.scale, input1.scale * input2.scale) for
+        # TENSOR_QUANT8_ASYMM MUL.
+        ((O.MUL, [_u8(0.5), _u8(0.25), act(0)], [output(U8, (2,), scale=0.125)]),
+         False, "greater than input scales' product"),
+        # validate checks rank <= 4 when both ranks are known; prepare() otherwise.
+        ((O.ADD, [_F5, F2, act(0)], [output(F32, (1, 1, 1, 1, 2))]), False, "rank 0..4"),
+        ((O.DIV, [_F5, _F_UNKNOWN_RANK, act(0)], [output(F32, (1, 1, 1, 1, 2))]),
+         True, "input 0 must have rank 0..4"),
+        # ...and the unsigned MUL scale rule wins over the deferred rank.
+        ((O.MUL, [_u8(0.5, (1, 1, 1, 1, 2)), _u8(0.25, declared_dims=()), act(0)],
+          [output(U8, (1, 1, 1, 1, 2), scale=0.125)]), False, "greater than"),
+        # Types and versions stay strict; shapes are prepare()'s.
+        ((O.ADD, [F2, tensor(F16, [1, 2]), act(0)], [output(F32, (2,))]), False, "signature"),
+        ((O.MAXIMUM, [tensor(F32, [[1, 2, 3]]), F2], [output(F32, (1, 3))]), True, "broadcast"),
+    ],
+    ids=["activation", "int32-activation", "sub-multiplier", "mul-signed-scale",
+         "mul-unsigned-scale", "rank", "rank-other-unknown", "strict-first", "types",
+         "broadcast"],
+)  # fmt: skip
+def test_rejections_android_validation_leaves_to_execution(case, deferrable, match):
+    assert_rejection(case, deferrable, match)
 
 
 # ---------------------------------------------------------------------------------------
