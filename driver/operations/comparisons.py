@@ -149,9 +149,11 @@ LOGICAL_NOT = OperationDeclaration(
 
 
 def _validate_select(ctx: OperationContext) -> HalVersion | None:
+    # Android 11's Select.cpp validate checks types and versions only; its prepare()
+    # compares the shapes, at execution: deferrable.
     known = [i for i in range(3) if ctx.shapes[i] is not None]
     if len(known) > 1:
-        same_shape(ctx, tuple(known))
+        same_shape(ctx, tuple(known), deferrable=True)
     return None
 
 

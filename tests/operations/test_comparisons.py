@@ -15,6 +15,7 @@ from driver.hal.types import OperationType as O
 from driver.testing import output, tensor
 from tests.operations.test_elementwise import (
     accepts,
+    assert_rejection,
     assert_signed_matches_unsigned,
     both_paths,
     rejects,
@@ -265,3 +266,26 @@ def test_select_signature_versions(t, version, ok):
         accepts(O.SELECT, args, out, version)
     else:
         rejects(O.SELECT, args, out, version)
+
+
+@pytest.mark.parametrize(
+    "case, deferrable, match",
+    [
+        # Select.cpp's validate checks types and versions; prepare() the shapes.
+        ((O.SELECT, [tensor(B8, [True, False]), tensor(F32, [1.0, 2.0]),
+                     tensor(F32, [[1.0, 2.0]], const=True)], [output(F32, (2,))]),
+         True, "inputs 0 and 2 must have the same shape"),
+        ((O.SELECT, [tensor(B8, [True]), tensor(F32, [1.0, 2.0]), tensor(F32, [3.0, 4.0])],
+          [output(F32, (2,))]), True, "inputs 0 and 1 must have the same shape"),
+        ((O.SELECT, [tensor(F32, [1.0, 2.0]), tensor(F32, [1.0, 2.0]), tensor(F32, [3.0, 4.0])],
+          [output(F32, (2,))]), False, "no signature"),
+        # Comparisons.cpp: broadcasting is prepare()'s; types are validate's.
+        ((O.LESS, [tensor(F32, [1.0, 2.0, 3.0], const=True), tensor(F32, [1.0, 2.0])],
+          [output(B8, (3,))]), True, "broadcast"),
+        ((O.EQUAL, [tensor(F32, [1.0]), tensor(I32, [1])], [output(B8, (1,))]),
+         False, "no signature"),
+    ],
+    ids=["select-shapes", "select-cond-shape", "select-types", "broadcast", "compare-types"],
+)  # fmt: skip
+def test_rejections_android_validation_leaves_to_execution(case, deferrable, match):
+    assert_rejection(case, deferrable, match)
