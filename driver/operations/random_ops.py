@@ -28,6 +28,7 @@ from driver.operations.base import (
     Signature,
 )
 from driver.operations.base import T as _T
+from driver.operations.elementwise import check_rank_deferrable
 
 V = HalVersion
 
@@ -218,11 +219,14 @@ def _lsh_signatures() -> tuple[Signature, ...]:
 
 
 def _validate_lsh(ctx: OperationContext) -> HalVersion | None:
+    # Android 11's validateOperation checks counts, types and versions; the projection
+    # type's value is LSHProjection::Prepare's switch, at execution: deferrable.
     kind = ctx.scalar(3)
     ctx.check(
         kind in (LSH_SPARSE_DEPRECATED, LSH_DENSE, LSH_SPARSE),
         f"input 3 (projection type) must be 1 (sparse, deprecated), 2 (dense) or 3 "
         f"(sparse), got {kind}",
+        deferrable=True,
     )
     return V.V1_2 if kind == LSH_SPARSE else None
 
@@ -401,13 +405,19 @@ def philox_doubles(seed: int, seed2: int, count: int, start: int = 0) -> np.ndar
 
 
 def _validate_multinomial(ctx: OperationContext) -> HalVersion | None:
-    ctx.check_rank(0, exact=2)
-    ctx.check_rank(2, exact=1)
+    # Android 11's validateOperation checks counts, types and the version only; the ranks
+    # and the sample count are Multinomial::Prepare's, at execution: deferrable.
+    check_rank_deferrable(ctx, 0, exact=2)
+    check_rank_deferrable(ctx, 2, exact=1)
     samples = ctx.scalar(1)
     # Zero samples is valid: Android's Multinomial::Prepare takes any count (output
     # [batches, 0]) and the doc sets no minimum. A negative count becomes a huge uint32
     # dimension there, which fails at execution.
-    ctx.check(samples >= 0, f"input 1 (sample count) must not be negative, got {samples}")
+    ctx.check(
+        samples >= 0,
+        f"input 1 (sample count) must not be negative, got {samples}",
+        deferrable=True,
+    )
     return None
 
 

@@ -22,6 +22,7 @@ from driver.operations.random_ops import (
 )
 from driver.testing import assert_example, omitted, output, run_op, scalar, tensor
 from tests.operations.examples_random_ops import EXAMPLES
+from tests.operations.test_elementwise import assert_rejection
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 
@@ -345,6 +346,41 @@ def test_multinomial_rejects_bad_parameters(samples, seeds):
         )
     )
     assert err.status == ErrorStatus.INVALID_ARGUMENT
+
+
+_HASH = tensor(F32, [[0.1, 0.2]])
+_LOGITS = tensor(F32, [[0.0, 1.0]])
+
+
+@pytest.mark.parametrize(
+    "case, deferrable, match",
+    [
+        # Utils.cpp's validateOperation checks counts, types and versions...
+        ((O.LSH_PROJECTION, [tensor(I32, [[1, 2]]), tensor(I32, [1, 2]), omitted(I32),
+                             scalar(T.INT32, 2)], [output(I32, (2,))]), False, "no signature"),
+        ((O.RANDOM_MULTINOMIAL, [tensor(I32, [[0, 1]]), scalar(T.INT32, 1), tensor(I32, [1, 2])],
+          [output(I32, (1, 1))]), False, "no signature"),
+        # ...LSHProjection::Prepare the projection type and the shapes...
+        ((O.LSH_PROJECTION, [_HASH, tensor(I32, [1, 2]), omitted(F32), scalar(T.INT32, 4)],
+          [output(I32, (1,))]), True, "input 3 \\(projection type\\)"),
+        ((O.LSH_PROJECTION, [_HASH, tensor(I32, [1, 2]), tensor(F32, [1.0, 2.0, 3.0]),
+                             scalar(T.INT32, 2)], [output(I32, (2,))]),
+         True, "input 2 \\(weight\\)"),
+        # ...Multinomial::Prepare the ranks and the sample count.
+        ((O.RANDOM_MULTINOMIAL, [tensor(F32, [0.0, 1.0]), scalar(T.INT32, 1), tensor(I32, [1, 2])],
+          [output(I32, (1, 1))]), True, "input 0 must have rank 2"),
+        ((O.RANDOM_MULTINOMIAL, [_LOGITS, scalar(T.INT32, 1), tensor(I32, [[1, 2]])],
+          [output(I32, (1, 1))]), True, "input 2 must have rank 1"),
+        ((O.RANDOM_MULTINOMIAL, [_LOGITS, scalar(T.INT32, -1), tensor(I32, [1, 2])],
+          [output(I32, (1, 1))]), True, "must not be negative"),
+        ((O.RANDOM_MULTINOMIAL, [_LOGITS, scalar(T.INT32, 1), tensor(I32, [1, 2, 3])],
+          [output(I32, (1, 1))]), True, "seeds"),
+    ],
+    ids=["lsh-types", "multinomial-types", "lsh-type-value", "lsh-weight-shape",
+         "logits-rank", "seeds-rank", "sample-count", "seeds-shape"],
+)  # fmt: skip
+def test_rejections_android_validation_leaves_to_execution(case, deferrable, match):
+    assert_rejection(case, deferrable, match)
 
 
 @pytest.mark.parametrize("logits, declared", [([[0.0, 1.0]], (1, 0)), ([[0.0], [2.0]], (0, 0))])
