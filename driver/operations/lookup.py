@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from driver.hal.types import HalVersion, OperationType
+from driver.hal.types import HalError, HalVersion, OperationType
 from driver.operations.base import OperationContext, OperationDeclaration, Shape, Signature
+from driver.operations.elementwise import check_rank_deferrable
 from driver.operations.quant import INT32_MIN
 from driver.operations.shape import (
     F16,
@@ -24,10 +25,24 @@ V = HalVersion
 OP = OperationType
 
 
+# Android 11 validates EMBEDDING_LOOKUP and HASHTABLE_LOOKUP in Utils.cpp's
+# validateOperation: operand counts, types and HAL versions only. Every rank, shape and
+# value rule is embeddingLookupPrepare's/hashtableLookupPrepare's or the kernel's, at
+# execution, so each rejection the validate hooks raise is deferrable.
+
+
 def _check_vector(ctx: OperationContext, i: int, what: str) -> None:
     s = ctx.shapes[i]
     if s is not None:
-        ctx.check(len(s) == 1, f"input {i}: {what} must be a 1-D tensor, got shape {list(s)}")
+        ctx.check(
+            len(s) == 1,
+            f"input {i}: {what} must be a 1-D tensor, got shape {list(s)}",
+            deferrable=True,
+        )
+
+
+def _deferrable_invalid(ctx: OperationContext, message: str) -> HalError:
+    return ctx.invalid(message, deferrable=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -43,11 +58,11 @@ def _check_rows(ctx: OperationContext, lookups: np.ndarray, rows: int, fail) -> 
 
 def _validate_embedding_lookup(ctx: OperationContext) -> HalVersion | None:
     _check_vector(ctx, 0, "lookups")
-    ctx.check_rank(1, min_rank=2, max_rank=2**31)
+    check_rank_deferrable(ctx, 1, min_rank=2, max_rank=2**31)
     require_same_quant(ctx, 1, 0)
     with when_known:
-        if is_constant(ctx, 0):
-            _check_rows(ctx, ctx.value(0), ctx.shape(1)[0], OperationContext.invalid)
+        if is_constant(ctx, 0):  # Android: EmbeddingLookup::Eval fails, at execution
+            _check_rows(ctx, ctx.value(0), ctx.shape(1)[0], _deferrable_invalid)
     return None
 
 
@@ -128,7 +143,7 @@ def hashtable_positions(keys: np.ndarray, lookups: np.ndarray) -> np.ndarray:
 def _validate_hashtable_lookup(ctx: OperationContext) -> HalVersion | None:
     _check_vector(ctx, 0, "lookups")
     _check_vector(ctx, 1, "keys")
-    ctx.check_rank(2, min_rank=1, max_rank=2**31)
+    check_rank_deferrable(ctx, 2, min_rank=1, max_rank=2**31)
     require_same_quant(ctx, 2, 0)
     ctx.check(
         ctx.output_scale(1) == 1.0 and ctx.output_zero_point(1) == 0,
@@ -137,11 +152,12 @@ def _validate_hashtable_lookup(ctx: OperationContext) -> HalVersion | None:
         deferrable=True,
     )
     with when_known:
-        if is_constant(ctx, 1):
+        if is_constant(ctx, 1):  # project policy: Android searches unsorted keys anyway
             keys = ctx.value(1)
             ctx.check(
                 bool((np.diff(keys.astype(np.int64)) >= 0).all()),
                 f"input 1: keys must be sorted in ascending order, got {keys.tolist()}",
+                deferrable=True,
             )
     return None
 

@@ -28,12 +28,13 @@ def i32(values, **kw):
     return tensor(I32, values, **kw)
 
 
-def rejects(op, inputs, outputs, match: str, version=V.V1_3):
+def rejects(op, inputs, outputs, match: str, version=V.V1_3) -> HalError:
     model, _ = single_op_model(op, inputs, outputs)
     with pytest.raises(HalError) as err:
         validate_model(model, version)
     assert err.value.status == ErrorStatus.INVALID_ARGUMENT
     assert re.search(match, err.value.message), err.value.message
+    return err.value
 
 
 TABLE = np.arange(3 * 2 * 2, dtype=np.float32).reshape(3, 2, 2)
@@ -132,6 +133,50 @@ def test_hashtable_lookup_rejects():
         [output(F16), HITS],
         "no signature",
     )
+
+
+_Q8_TABLE = tensor(Q8, [[1, 2]], scale=0.5, zero_point=0)
+_F_TABLE = tensor(F32, [[1.0], [2.0]])
+
+
+@pytest.mark.parametrize(
+    "op, inputs, outputs, version, deferrable, match",
+    [
+        # Utils.cpp's validateOperation checks counts, types and versions...
+        (O.EMBEDDING_LOOKUP, [i32([0]), tensor(F16, [[1, 2]])], [output(F16, (1, 2))], V.V1_2,
+         False, "1.3"),
+        (O.HASHTABLE_LOOKUP, [i32([1]), i32([1, 2]), tensor(F16, [[1.0], [2.0]])],
+         [output(F16), HITS], V.V1_3, False, "no signature"),
+        # ...embeddingLookupPrepare the ranks and quantization, EmbeddingLookup::Eval the
+        # indexes (project policy rejects constant ones up front).
+        (O.EMBEDDING_LOOKUP, [i32([[0]]), tensor(F32, TABLE)], [output(F32)], V.V1_3,
+         True, "input 0: lookups must be a 1-D tensor"),
+        (O.EMBEDDING_LOOKUP, [i32([0]), tensor(F32, [1, 2])], [output(F32)], V.V1_3,
+         True, "input 1 must have rank 2"),
+        (O.EMBEDDING_LOOKUP, [i32([0]), _Q8_TABLE], [output(Q8, (1, 2), scale=0.5, zero_point=1)],
+         V.V1_3, True, "zero point"),
+        (O.EMBEDDING_LOOKUP, [i32([0, 3]), tensor(F32, TABLE)], [output(F32)], V.V1_3,
+         True, "lookup 3 is out of range"),
+        # ...hashtableLookupPrepare the ranks and the outputs' quantization; keys are
+        # searched sorted or not (project policy rejects unsorted constant ones).
+        (O.HASHTABLE_LOOKUP, [i32([1]), i32([[1, 2]]), _F_TABLE], [output(F32), HITS], V.V1_3,
+         True, "input 1: keys must be a 1-D tensor"),
+        (O.HASHTABLE_LOOKUP, [i32([1]), i32([2, 1]), _F_TABLE], [output(F32), HITS], V.V1_3,
+         True, "sorted in ascending order"),
+        (O.HASHTABLE_LOOKUP, [i32([1]), i32([1, 2]), _F_TABLE],
+         [output(F32), output(Q8, scale=0.5)], V.V1_3, True, "hits.*scale 1.0"),
+        (O.HASHTABLE_LOOKUP, [i32([1]), i32([1, 2, 3]), _F_TABLE], [output(F32), HITS], V.V1_3,
+         True, "differs from the 3 keys"),
+    ],
+    ids=["embedding-version", "hashtable-types", "lookups-rank", "values-rank",
+         "embedding-quant", "index-range", "keys-rank", "keys-sorted", "hits-quant",
+         "rows-vs-keys"],
+)  # fmt: skip
+def test_rejections_android_validation_leaves_to_execution(
+    op, inputs, outputs, version, deferrable, match
+):
+    err = rejects(op, inputs, outputs, match, version)
+    assert err.deferrable is deferrable, err.message
 
 
 def _bionic_bsearch_scalar(keys, key):
