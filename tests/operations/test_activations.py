@@ -21,6 +21,7 @@ from driver.hal.types import OperationType as O
 from driver.testing import output, run_op, scalar, tensor
 from tests.operations.test_elementwise import (
     accepts,
+    assert_rejection,
     assert_signed_matches_unsigned,
     ref_mbqm,
     ref_quantize_multiplier,
@@ -475,3 +476,36 @@ def test_elu_alpha_type_must_match():
 def test_logistic_wrong_scale_is_caught_before_running():
     with pytest.raises(HalError, match="must have scale"):
         run_op(O.LOGISTIC, [tensor(U8, [1], scale=0.5)], [output(U8, (1,), scale=0.5)])
+
+
+_U8X = tensor(U8, [1, 2], scale=0.5, zero_point=3)
+
+
+@pytest.mark.parametrize(
+    "case, deferrable, match",
+    [
+        # Activation.cpp's validate checks rank <= 4 (not for HARD_SWISH) when known...
+        ((O.RELU6, [tensor(F32, np.zeros((1, 1, 1, 1, 2), np.float32))],
+          [output(F32, (1, 1, 1, 1, 2))]), False, "input 0 must have rank 0..4"),
+        ((O.TANH, [tensor(U8, [1, 2], scale=0.1)],
+          [output(U8, (2,), scale=1 / 128, zero_point=128)], HalVersion.V1_1),
+         False, "needs HAL 1.2"),
+        # ...while prepare() sets the output's quantization and the kernels compute
+        # their multipliers, at execution.
+        ((O.RELU, [_U8X], [output(U8, (2,), scale=0.25, zero_point=3)]),
+         True, "must have the input's scale and zero point"),
+        ((O.LOGISTIC, [tensor(S8, [1, 2], scale=0.1)], [output(S8, (2,), scale=1 / 256)]),
+         True, "must have scale 0.00390625 and zero point -128"),
+        ((O.TANH, [tensor(U8, [1, 2], scale=2.0**-28)],
+          [output(U8, (2,), scale=1 / 128, zero_point=128)]), True, "too small"),
+        ((O.HARD_SWISH, [tensor(U8, [1, 2], scale=1.0)], [output(U8, (2,), scale=1 / 256)]),
+         True, "below 1"),
+        # The rank rule Android's validation does check comes first.
+        ((O.RELU1, [tensor(U8, np.zeros((1, 1, 1, 1, 2)), scale=0.5)],
+          [output(U8, (1, 1, 1, 1, 2), scale=0.25)]), False, "rank 0..4"),
+    ],
+    ids=["rank", "version", "relu-quant", "logistic-quant", "tanh-input-scale",
+         "hard-swish-multiplier", "strict-first"],
+)  # fmt: skip
+def test_rejections_android_validation_leaves_to_execution(case, deferrable, match):
+    assert_rejection(case, deferrable, match)

@@ -15,6 +15,7 @@ from driver.hal.types import OperationType as O
 from driver.testing import output, tensor
 from tests.operations.test_elementwise import (
     accepts,
+    assert_rejection,
     assert_signed_matches_unsigned,
     rejects,
     run1,
@@ -236,3 +237,24 @@ def test_rejects_unsupported_type_pairs(op, i, o):
 def test_dequantize_rejects_rank_5():
     x = tensor(U8, np.zeros((1, 1, 1, 1, 2)), scale=0.5)
     rejects(O.DEQUANTIZE, [x], [output(F32, (1, 1, 1, 1, 2))], match="rank")
+
+
+@pytest.mark.parametrize(
+    "case, deferrable, match",
+    [
+        # Dequantize.cpp's validate checks rank <= 4 when the rank is known.
+        ((O.DEQUANTIZE, [tensor(U8, np.zeros((1, 1, 1, 1, 2)), scale=0.5)],
+          [output(F32, (1, 1, 1, 1, 2))]), False, "input 0 must have rank 0..4"),
+        # Types and versions: validate (Quantize.cpp, Cast.cpp).
+        ((O.QUANTIZE, [tensor(I32, [1, 2])], [output(U8, (2,), scale=0.5)]),
+         False, "no signature"),
+        ((O.CAST, [tensor(S8, [1, 2], scale=0.5)], [output(U8, (2,), scale=0.5)]),
+         False, "no signature"),
+        # The output shape is prepare()'s.
+        ((O.QUANTIZE, [tensor(F32, [1.0, 2.0])], [output(U8, (3,), scale=0.5)]),
+         True, "declared"),
+    ],
+    ids=["dequantize-rank", "quantize-types", "cast-types", "output-shape"],
+)  # fmt: skip
+def test_rejections_android_validation_leaves_to_execution(case, deferrable, match):
+    assert_rejection(case, deferrable, match)

@@ -18,7 +18,7 @@ from driver.hal.types import HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.testing import output, tensor
-from tests.operations.test_elementwise import accepts, rejects, run1
+from tests.operations.test_elementwise import accepts, assert_rejection, rejects, run1
 
 F32, F16, I32, U8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM
 
@@ -138,3 +138,23 @@ def test_floor_rank_limit_only_on_floor():
 
 def test_rejects_output_type_mismatch():
     rejects(O.NEG, [tensor(F32, [1.0])], [output(F16, (1,))], match="no signature")
+
+
+_X5 = tensor(F32, np.zeros((1, 1, 1, 1, 2), np.float32))
+
+
+@pytest.mark.parametrize(
+    "case, deferrable, match",
+    [
+        # Elementwise.cpp's validateFloor checks rank <= 4 when the rank is known.
+        ((O.FLOOR, [_X5], [output(F32, (1, 1, 1, 1, 2))]), False, "input 0 must have rank 0..4"),
+        # Types and versions: validate.
+        ((O.SQRT, [tensor(I32, [1, 2])], [output(I32, (2,))]), False, "no signature"),
+        ((O.NEG, [tensor(F32, [1.0])], [output(F16, (1,))]), False, "no signature"),
+        # The output shape is prepare()'s.
+        ((O.EXP, [tensor(F32, [1.0, 2.0])], [output(F32, (3,))]), True, "declared"),
+    ],
+    ids=["floor-rank", "types", "output-type", "output-shape"],
+)  # fmt: skip
+def test_rejections_android_validation_leaves_to_execution(case, deferrable, match):
+    assert_rejection(case, deferrable, match)
