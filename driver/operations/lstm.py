@@ -30,6 +30,18 @@ they reproduce the scalar C++ bit for bit (wrapping and saturating exactly where
 
 Rules Android's kernels assume but do not check are checked here (see each
 declaration's ``notes``), so that every accepted model has one defined result.
+
+Every rejection these validate hooks make is deferrable (:class:`HalError`
+``deferrable``): Android 11's validation of these operations (``Utils.cpp``
+``validateOperation`` for LSTM, BIDIRECTIONAL_SEQUENCE_LSTM and QUANTIZED_16BIT_LSTM;
+the ``validate()`` of UNIDIRECTIONAL_SEQUENCE_LSTM and QUANTIZED_LSTM) checks operand
+counts, types and HAL versions only, which the signatures here check. Ranks, shapes,
+required and optional tensor groups (CIFG, peephole, projection, layer norm, auxiliary
+weights), merge_outputs against the output count, activation and clip values, and the
+quantization conditions are checked in ``prepare()`` (``LSTMCell::Prepare`` /
+``CheckInputTensorDimensions``, ``QuantizedLSTMCell::prepare``) or by the kernels, at
+execution. The HAL version a hook returns (parallel linking) is checked before them
+(:func:`version_first`).
 """
 
 from __future__ import annotations
@@ -94,7 +106,7 @@ def require_inputs(ctx: OperationContext, positions: Sequence[int], names: Seque
             present = is_present(ctx, i)
         except Unknown:
             continue
-        ctx.check(present, f"input {i} ({name}) is required but omitted")
+        ctx.check(present, f"input {i} ({name}) is required but omitted", deferrable=True)
 
 
 def check_shape(ctx: OperationContext, i: int, name: str, expected: Sequence[int]) -> None:
@@ -102,12 +114,17 @@ def check_shape(ctx: OperationContext, i: int, name: str, expected: Sequence[int
     ctx.check(
         tuple(s) == tuple(expected),
         f"input {i} ({name}) must have shape {list(expected)}, got {list(s)}",
+        deferrable=True,
     )
 
 
 def check_rank(ctx: OperationContext, i: int, name: str, rank: int) -> Shape:
     s = ctx.shape(i)
-    ctx.check(len(s) == rank, f"input {i} ({name}) must have rank {rank}, got shape {list(s)}")
+    ctx.check(
+        len(s) == rank,
+        f"input {i} ({name}) must have rank {rank}, got shape {list(s)}",
+        deferrable=True,
+    )
     return s
 
 
@@ -165,6 +182,7 @@ def check_lstm_activation(ctx: OperationContext, i: int) -> int:
         act in LSTM_ACTIVATIONS,
         f"input {i} (activation) must be 0 (none), 1 (relu), 3 (relu6), 4 (tanh) or "
         f"6 (sigmoid), got {act}",
+        deferrable=True,
     )
     return act
 
@@ -273,17 +291,21 @@ def check_cell(
     )
     s = check_rank(ctx, iw[3], names[3], 2)
     n_cell = s[0]
-    ctx.check(n_cell > 0, f"input {iw[3]} ({names[3]}) must have at least one row (unit)")
+    ctx.check(
+        n_cell > 0, f"input {iw[3]} ({names[3]}) must have at least one row (unit)", deferrable=True
+    )
     ctx.check(
         s[1] == n_input,
         f"input {iw[3]} ({names[3]}) must have {n_input} columns (the input size), "
         f"got shape {list(s)}",
+        deferrable=True,
     )
     s = check_rank(ctx, rw[3], rnames[3], 2)
     ctx.check(
         s[0] == n_cell,
         f"input {rw[3]} ({rnames[3]}) must have {n_cell} rows (the number of units), "
         f"got shape {list(s)}",
+        deferrable=True,
     )
     n_output = s[1]
 
@@ -292,6 +314,7 @@ def check_cell(
         has(iw[0]) == has(rw[0]),
         f"inputs {iw[0]} and {rw[0]} ({what}input-to-input and recurrent-to-input weights) "
         "must both be given or both be omitted (CIFG)",
+        deferrable=True,
     )
     for k in range(4):
         if k or not cifg:
@@ -304,6 +327,7 @@ def check_cell(
         peephole or not any(p),
         f"inputs {list(pw)} ({what}peephole weights) must be all given (the cell-to-input "
         "weights may be omitted with CIFG) or all omitted",
+        deferrable=True,
     )
     for k, i in enumerate(pw):
         if p[k]:
@@ -311,9 +335,13 @@ def check_cell(
             check_shape(ctx, i, f"{what}cell-to-{gate} weights", (n_cell,))
 
     if cifg:
-        ctx.check(not has(b[0]), f"input {b[0]} ({bnames[0]}) must be omitted with CIFG")
+        ctx.check(
+            not has(b[0]), f"input {b[0]} ({bnames[0]}) must be omitted with CIFG", deferrable=True
+        )
     else:
-        ctx.check(has(b[0]), f"input {b[0]} ({bnames[0]}) is required without CIFG")
+        ctx.check(
+            has(b[0]), f"input {b[0]} ({bnames[0]}) is required without CIFG", deferrable=True
+        )
     for k in range(4):
         if k or not cifg:
             check_shape(ctx, b[k], bnames[k], (n_cell,))
@@ -327,12 +355,14 @@ def check_cell(
             not projection_bias,
             f"input {cell.projection_bias} ({what}projection bias) is given without "
             "projection weights",
+            deferrable=True,
         )
         # Android copies the cell output straight to the output (n_output values).
         ctx.check(
             n_output == n_cell,
             f"without projection the output size ({n_output}, from input {rw[3]}) must "
             f"equal the number of units ({n_cell})",
+            deferrable=True,
         )
     if projection_bias:
         check_shape(ctx, cell.projection_bias, f"{what}projection bias", (n_output,))
@@ -348,11 +378,13 @@ def check_cell(
             ctx.check(
                 not q[0],
                 f"input {ln[0]} ({what}input layer norm weights) must be omitted with CIFG",
+                deferrable=True,
             )
             q = q[1:]
         ctx.check(
             all(q) or not any(q),
             f"inputs {list(ln)} ({what}layer norm weights) must be all given or all omitted",
+            deferrable=True,
         )
         layer_norm = all(q)
 
@@ -364,15 +396,21 @@ def check_cell(
             ctx.check(
                 not q[0],
                 f"input {a[0]} ({what}aux-input-to-input weights) must be omitted with CIFG",
+                deferrable=True,
             )
         aux = q[1] and q[2] and q[3]
         ctx.check(
             (aux and (q[0] or cifg)) or not any(q),
             f"inputs {list(a)} ({what}auxiliary weights) must be all given (without the "
             "input gate's with CIFG) or all omitted",
+            deferrable=True,
         )
         if aux:
-            ctx.check(n_aux_input is not None, f"{what}auxiliary weights need an auxiliary input")
+            ctx.check(
+                n_aux_input is not None,
+                f"{what}auxiliary weights need an auxiliary input",
+                deferrable=True,
+            )
             for k in range(4):
                 if k or not cifg:
                     name = f"{what}aux-input-to-{GATES[k]} weights"
@@ -541,7 +579,11 @@ def float_outputs(ctx: OperationContext, arrays: Sequence[np.ndarray]) -> list[n
 def _check_clips(ctx: OperationContext, cell_clip: int, proj_clip: int) -> None:
     for i, name in ((cell_clip, "cell clip"), (proj_clip, "projection clip")):
         v = ctx.scalar(i)
-        ctx.check(v >= 0, f"input {i} ({name}) must be >= 0 (0 disables clipping), got {v}")
+        ctx.check(
+            v >= 0,
+            f"input {i} ({name}) must be >= 0 (0 disables clipping), got {v}",
+            deferrable=True,
+        )
 
 
 def _lstm_params(ctx: OperationContext, act: int, cell_clip: int, proj_clip: int) -> LstmParams:
@@ -726,6 +768,7 @@ def _bi_lstm_config(ctx: OperationContext) -> _BiLayout:
         ctx.num_outputs in allowed,
         f"with merge_outputs={merge} the operation has {' or '.join(map(str, allowed))} "
         f"outputs, got {ctx.num_outputs}",
+        deferrable=True,
     )
     has_aux = is_present(ctx, BI_AUX_INPUT)
     n_aux = None
@@ -735,12 +778,14 @@ def _bi_lstm_config(ctx: OperationContext) -> _BiLayout:
             a[:2] == s[:2],
             f"input {BI_AUX_INPUT} (auxiliary input) must match the input's first two "
             f"dimensions: {list(a)} vs {list(s)}",
+            deferrable=True,
         )
         # Android's kernel walks the auxiliary input with the input's stride.
         ctx.check(
             a[2] == s[2],
             f"input {BI_AUX_INPUT} (auxiliary input) must have the input size {s[2]} as its "
             f"last dimension, got {list(a)}",
+            deferrable=True,
         )
         n_aux = a[2]
     fw = check_cell(ctx, BI_FW, n_batch, s[2], what="forward ", n_aux_input=n_aux)
@@ -750,10 +795,12 @@ def _bi_lstm_config(ctx: OperationContext) -> _BiLayout:
         fw.features == bw.features,
         "the forward and backward cells must use the same options (CIFG, peephole, "
         f"layer norm, projection, projection bias): {fw.features} vs {bw.features}",
+        deferrable=True,
     )
     ctx.check(
         fw.aux == bw.aux,
         "auxiliary weights must be given for both directions or for neither",
+        deferrable=True,
     )
     return _BiLayout(n_time, n_batch, fw, bw, has_aux and not fw.aux)
 
@@ -765,15 +812,29 @@ def parallel_linking_declared(ctx: OperationContext, aux_input: int, aux_weights
     return not ctx.is_omitted(aux_input) and all(ctx.is_omitted(i) for i in aux_weights)
 
 
+def version_first(ctx: OperationContext, need: HalVersion | None) -> HalVersion | None:
+    """The HAL version a hook returns, checked against the one being validated before the
+    hook's deferrable rejections: the validator checks a returned version only when the
+    hook returns, and a version rule is one Android's validation makes (same message as
+    the validator's)."""
+    if need is not None and need > ctx.version:
+        raise ctx.invalid(
+            f"this use of {OperationType(ctx.operation_type).name} needs HAL {need.label}; "
+            f"validating as HAL {HalVersion(ctx.version).label}"
+        )
+    return need
+
+
 def _validate_bi_lstm(ctx: OperationContext) -> HalVersion | None:
-    check_lstm_activation(ctx, 48)
-    _check_clips(ctx, 49, 50)
     aux_weights = (*BI_FW.aux_weights, *BI_BW.aux_weights)
     parallel = parallel_linking_declared(ctx, BI_AUX_INPUT, aux_weights)
+    need = version_first(ctx, V.V1_3 if parallel else None)
+    check_lstm_activation(ctx, 48)
+    _check_clips(ctx, 49, 50)
     # Shape inference and the kernel check again with what the run gives.
     with contextlib.suppress(Unknown):
         _bi_lstm_config(ctx)
-    return V.V1_3 if parallel else None
+    return need
 
 
 def _infer_bi_lstm(ctx: OperationContext) -> list[Shape]:
@@ -1066,6 +1127,7 @@ def _validate_q16(ctx: OperationContext) -> HalVersion | None:
             _f32_eq(ctx.input_scale(i), 1 / 128) and ctx.input_zero_point(i) == 128,
             f"input {i} ({_Q16_NAMES[i]}) must have scale 1/128 and zero point 128, got "
             f"scale {ctx.input_scale(i)}, zero point {ctx.input_zero_point(i)}",
+            deferrable=True,
         )
     ws, wz = ctx.input_scale(1), ctx.input_zero_point(1)
     for i in range(2, 9):
@@ -1073,6 +1135,7 @@ def _validate_q16(ctx: OperationContext) -> HalVersion | None:
             _f32_eq(ctx.input_scale(i), ws) and ctx.input_zero_point(i) == wz,
             f"input {i} ({_Q16_NAMES[i]}) must have the input-to-input weights' scale {ws} "
             f"and zero point {wz}, got {ctx.input_scale(i)}, {ctx.input_zero_point(i)}",
+            deferrable=True,
         )
     for i in range(9, 13):
         # Android compares the float bias scale, widened, with weightsScale / 128.0.
@@ -1081,12 +1144,14 @@ def _validate_q16(ctx: OperationContext) -> HalVersion | None:
             ok and ctx.input_zero_point(i) == 0,
             f"input {i} ({_Q16_NAMES[i]}) must have scale weightsScale/128 = {ws / 128} and "
             f"zero point 0, got {ctx.input_scale(i)}, {ctx.input_zero_point(i)}",
+            deferrable=True,
         )
     ok, log2 = checked_log2(ctx.input_scale(13))
     ctx.check(
         ok and log2 == -11 and ctx.input_zero_point(13) == 0,
         f"input 13 (previous cell state) must have scale 2^-11 (4 integer bits) and zero "
         f"point 0, got scale {ctx.input_scale(13)}, zero point {ctx.input_zero_point(13)}",
+        deferrable=True,
     )
     # NeuralNetworks.h fixes the outputs' quantization; Android's QuantizedLSTMCell::prepare
     # copies the previous cell state's and previous output's, and CpuExecutor fails a
@@ -1110,7 +1175,9 @@ def _q16_sizes(ctx: OperationContext) -> tuple[int, int, int]:
     n_batch, n_input = s
     po = check_rank(ctx, 14, "previous output", 2)
     ctx.check(
-        po[0] == n_batch, f"input 14 (previous output) must have {n_batch} rows, got {list(po)}"
+        po[0] == n_batch,
+        f"input 14 (previous output) must have {n_batch} rows, got {list(po)}",
+        deferrable=True,
     )
     n_output = po[1]
     for k in range(4):
@@ -1232,6 +1299,7 @@ def _cell_shift(ctx: OperationContext) -> int:
         ok and -15 <= shift <= -9,
         f"input 19 (cell state) must have a power-of-two scale between 2^-15 and 2^-9, "
         f"got {ctx.input_scale(19)}",
+        deferrable=True,
     )
     return shift
 
@@ -1249,10 +1317,13 @@ def _validate_qlstm(ctx: OperationContext) -> HalVersion | None:
         ctx.check(
             math.isfinite(v) and v > 0,
             f"input {i} ({GATES[k]} intermediate scale) must be positive, got {v}",
+            deferrable=True,
         )
     hs = ctx.scalar(31)
     ctx.check(
-        math.isfinite(hs) and hs > 0, f"input 31 (hidden state scale) must be positive, got {hs}"
+        math.isfinite(hs) and hs > 0,
+        f"input 31 (hidden state scale) must be positive, got {hs}",
+        deferrable=True,
     )
     _, _, cfg = _qlstm_config(ctx)
     _qlstm_scales(ctx, cfg, _cell_shift(ctx))
@@ -1324,6 +1395,7 @@ def _qlstm_scales(ctx: OperationContext, cfg: CellConfig, cell_shift: int) -> _Q
         ctx.check(
             math.isfinite(real) and 0 <= real < _MAX_MULTIPLIER,
             f"the {what} effective scale {real} is out of range (must be finite, < 2^31)",
+            deferrable=True,
         )
         return quantize_multiplier(real)
 

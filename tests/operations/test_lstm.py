@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -44,6 +45,7 @@ from tests.operations.examples_lstm import (
 )
 
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
+V = HalVersion
 FEATURES = list(itertools.product([False, True], repeat=4))  # cifg, peephole, projection, LN
 
 
@@ -854,3 +856,166 @@ def test_quantized_lstm_rules():
     model, _ = single_op_model(O.QUANTIZED_LSTM, case.args, outs)
     with pytest.raises(HalError):
         validate_model(model, HalVersion.V1_2)
+
+
+# ---------------------------------------------------------------------------------------
+# What Android 11's validation leaves to execution (HalError.deferrable)
+# ---------------------------------------------------------------------------------------
+
+
+def _lstm_with(k, new, **cell):
+    w = _cell(10, **cell)
+    x, h, c = _state(10, 1, w)
+    ins = lstm_inputs(w, x, h, c)
+    if k is not None:
+        ins[k] = new
+    return O.LSTM, ins, lstm_outputs(w, 1)
+
+
+def _lstm_no_projection_wider_output():
+    w = make_cell(np.random.default_rng(10), 3, 4, 5)
+    x, h, c = _state(11, 1, w)
+    return O.LSTM, lstm_inputs(w, x, h, c), lstm_outputs(w, 1)
+
+
+def _uni_lstm_rank2_input():
+    w = _cell(22)
+    rng = np.random.default_rng(22)
+    xs = grid_values(rng, (3, 2, w.n_input))
+    h0, c0 = grid_values(rng, (2, w.n_output)), grid_values(rng, (2, w.n_cell))
+    return O.UNIDIRECTIONAL_SEQUENCE_LSTM, uni_lstm_inputs(w, xs[0], h0, c0), [output(F32, ())]
+
+
+def _bi_lstm(*, merge=False, out_merge=None, fw_features=None, n_aux=None, aux=None):
+    fw, bw, xs, st = _bi_case(33, n_aux=n_aux)
+    if fw_features:
+        fw = _bi_case(33, **fw_features)[0]
+    ins = bi_lstm_inputs(fw, bw, xs, st, merge=merge)
+    if aux is not None:  # a constant: a model input may still be omitted by the request
+        ins[39] = tensor(F32, grid_values(np.random.default_rng(33), aux), const=True)
+    merged = merge if out_merge is None else out_merge
+    return O.BIDIRECTIONAL_SEQUENCE_LSTM, ins, _bi_outputs(fw, bw, 4, 2, merge=merged)
+
+
+def _q16_with(k, new):
+    q = q16_case(7, 1, 2, 2)
+    ins = q16_inputs(q)
+    ins[k] = new(q) if callable(new) else new
+    return O.QUANTIZED_16BIT_LSTM, ins, q16_outputs(1, 2)
+
+
+def _qlstm_with(k, new):
+    case = make_qlstm_case(4)
+    args = list(case.args)
+    args[k] = new
+    return O.QUANTIZED_LSTM, args, qlstm_outputs(case)
+
+
+_Q8, _Q16 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT16_SYMM
+
+
+@pytest.mark.parametrize(
+    "build, version, deferrable, match",
+    [
+        # LSTM: Utils.cpp validateOperation checks counts, types and versions; values and
+        # shapes are LSTMCell::Prepare / CheckInputTensorDimensions (execution).
+        (lambda: _lstm_with(20, scalar(T.INT32, 2)), None, True, "activation"),
+        (lambda: _lstm_with(21, scalar(T.FLOAT32, -1.0)), None, True, "cell clip"),
+        (lambda: _lstm_with(1, omitted(F32)), None, True, "CIFG"),
+        (lambda: _lstm_with(9, tensor(F32, np.zeros(4), const=True)), None, True, "peephole"),
+        (lambda: _lstm_with(17, tensor(F32, np.zeros(4), const=True)), None, True, "proj.*bias"),
+        (lambda: _lstm_with(2, tensor(F32, np.zeros((4, 4)))), None, True, "input-to-forget"),
+        (lambda: _lstm_with(0, tensor(F32, np.zeros((1, 1, 3)))), None, True, "rank 2"),
+        (lambda: _lstm_with(19, tensor(F32, np.zeros((1, 5)))), None, True, "cell state"),
+        (
+            lambda: _lstm_with(12, tensor(F32, np.zeros(4), const=True), cifg=True),
+            None,
+            True,
+            "input gate bias.*CIFG",
+        ),
+        (lambda: _lstm_with(24, omitted(F32), layer_norm=True), None, True, "layer norm"),
+        (_lstm_no_projection_wider_output, None, True, "without projection"),
+        (_uni_lstm_rank2_input, None, True, "rank 3"),
+        # BIDIRECTIONAL_SEQUENCE_LSTM: the output count is checked against merge_outputs,
+        # and the cells against each other, only at execution.
+        (lambda: _bi_lstm(merge=True, out_merge=False), None, True, "merge_outputs"),
+        (lambda: _bi_lstm(fw_features=dict(peephole=True)), None, True, "same options"),
+        (lambda: _bi_lstm(n_aux=3), None, True, "auxiliary input"),
+        (lambda: _bi_lstm(n_aux=3, aux=(4, 2, 5)), None, True, "input size 3"),
+        # QUANTIZED_16BIT_LSTM: QuantizedLSTMCell::prepare checks the quantization.
+        (
+            lambda: _q16_with(0, lambda q: tensor(_Q8, q["input"], scale=0.01, zero_point=128)),
+            None,
+            True,
+            "1/128",
+        ),
+        (
+            lambda: _q16_with(6, lambda q: tensor(_Q8, q["r_forget"], scale=1 / 256)),
+            None,
+            True,
+            "zero point",
+        ),
+        (
+            lambda: _q16_with(10, lambda q: tensor(T.TENSOR_INT32, q["b_forget"], scale=1e-5)),
+            None,
+            True,
+            "weightsScale/128",
+        ),
+        (
+            lambda: _q16_with(13, lambda q: tensor(_Q16, q["prev_cell"], scale=1 / 1024)),
+            None,
+            True,
+            "2\\^-11",
+        ),
+        (
+            lambda: _q16_with(14, tensor(_Q8, np.zeros((2, 2)), scale=1 / 128, zero_point=128)),
+            None,
+            True,
+            "previous output.*rows",
+        ),
+        # QUANTIZED_LSTM: QLSTM.cpp validate() checks types and the version only.
+        (
+            lambda: _qlstm_with(19, tensor(_Q16, np.zeros((2, 4)), scale=1 / 2000)),
+            None,
+            True,
+            "power-of-two",
+        ),
+        (lambda: _qlstm_with(27, scalar(T.FLOAT32, 0.0)), None, True, "forget intermediate"),
+        (lambda: _qlstm_with(31, scalar(T.FLOAT32, -1.0)), None, True, "hidden state scale"),
+        (lambda: _qlstm_with(31, scalar(T.FLOAT32, 1e-30)), None, True, "effective scale"),
+        (
+            lambda: _qlstm_with(19, tensor(_Q16, np.zeros((3, 4)), scale=2.0**-11)),
+            None,
+            True,
+            "cell state",
+        ),
+        # Strict: operand types, counts and HAL versions are Android's validation.
+        (lambda: _lstm_with(20, scalar(T.FLOAT32, 4.0)), None, False, "no signature"),
+        (lambda: _lstm_with(None, None, layer_norm=True), V.V1_1, False, "1\\.2"),
+        (
+            lambda: _q16_with(
+                0, lambda q: tensor(T.TENSOR_QUANT8_ASYMM_SIGNED, q["input"] - 128, scale=1 / 128)
+            ),
+            None,
+            False,
+            "no signature",
+        ),
+        # A version rule comes before the hook's deferrable rejections: parallel linking
+        # (aux input, no aux weights) is HAL 1.3 even when merge_outputs disagrees too.
+        (
+            lambda: _bi_lstm(merge=True, out_merge=False, aux=(4, 2, 3)),
+            V.V1_2,
+            False,
+            "needs HAL 1\\.3",
+        ),
+        (lambda: _bi_lstm(merge=True, out_merge=False, aux=(4, 2, 3)), None, True, "merge"),
+    ],
+)
+def test_rejections_android_validation_leaves_to_execution(build, version, deferrable, match):
+    op, ins, outs = build()
+    model, _ = single_op_model(op, ins, outs)
+    with pytest.raises(HalError) as info:
+        validate_model(model, version or HalVersion.V1_3)
+    assert info.value.status.name == "INVALID_ARGUMENT"
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
