@@ -17,6 +17,15 @@ Numerics follow Android 11's CPU kernels (``RNN.cpp``, ``UnidirectionalSequenceR
   (NeuralNetworks.h says ``memory_size - 1``). Float16 runs in float32 and rounds once.
 
 Activations are FuseCode values (0 none, 1 relu, 2 relu1, 3 relu6) as documented.
+
+Every rejection these validate hooks make is deferrable (:class:`HalError`
+``deferrable``): Android 11 validates RNN and SVDF in ``Utils.cpp`` ``validateOperation``
+and the sequence RNNs in their ``validate()``, on operand counts, types and HAL versions
+only (BIDIRECTIONAL_SEQUENCE_RNN's: "Exact number [of outputs] is dependent on the
+mergeOutputs parameter and checked during preparation"). Ranks, shapes, the
+activation, time-major, rank (SVDF) values and the auxiliary input/weights grouping are
+checked in ``prepare()`` (``RNN::Prepare``, ``SVDF::Prepare``, the sequence RNNs'
+``prepare``), at execution. The parallel-linking HAL version is checked first.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from driver.operations.lstm import (
     relu6,
     require_inputs,
     to_time_major,
+    version_first,
 )
 
 V = HalVersion
@@ -66,6 +76,7 @@ def check_fuse_code(ctx: OperationContext, i: int) -> int:
     ctx.check(
         act in FUSE_ACTIVATIONS,
         f"input {i} (fused activation) must be a FuseCode 0..3, got {act}",
+        deferrable=True,
     )
     return act
 
@@ -133,6 +144,7 @@ def _check_rnn_weights(
         s[1] == n_input,
         f"input {first} ({what}weights) must have {n_input} columns (the input size), "
         f"got shape {list(s)}",
+        deferrable=True,
     )
     check_shape(ctx, first + 1, f"{what}recurrent weights", (n_units, n_units))
     check_shape(ctx, first + 2, f"{what}bias", (n_units,))
@@ -197,7 +209,11 @@ RNN = OperationDeclaration(
 
 def _uni_rnn_sizes(ctx: OperationContext) -> tuple[int, int, int, bool]:
     time_major = ctx.scalar(6)
-    ctx.check(time_major in (0, 1), f"input 6 (time major) must be 0 or 1, got {time_major}")
+    ctx.check(
+        time_major in (0, 1),
+        f"input 6 (time major) must be 0 or 1, got {time_major}",
+        deferrable=True,
+    )
     s = check_rank(ctx, 0, "input", 3)
     n_time, n_batch = (s[0], s[1]) if time_major else (s[1], s[0])
     return n_time, n_batch, _check_rnn_weights(ctx, 1, 4, n_batch, s[2]), bool(time_major)
@@ -268,6 +284,7 @@ def _bi_rnn_layout(ctx: OperationContext) -> _BiRnnLayout:
         ctx.num_outputs in allowed,
         f"with merge_outputs={merge} the operation has {' or '.join(map(str, allowed))} "
         f"outputs, got {ctx.num_outputs}",
+        deferrable=True,
     )
     require_inputs(
         ctx,
@@ -296,7 +313,8 @@ def _bi_rnn_layout(ctx: OperationContext) -> _BiRnnLayout:
         raise ctx.invalid(
             "auxiliary input (9) and auxiliary weights (10, 11) must be all omitted, the "
             "input alone (parallel linking) or all given (cross linking); got "
-            f"{[has_aux, fw_aux, bw_aux]}"
+            f"{[has_aux, fw_aux, bw_aux]}",
+            deferrable=True,
         )
     time_major = bool(ctx.scalar(13))
     s = check_rank(ctx, 0, "input", 3)
@@ -308,6 +326,7 @@ def _bi_rnn_layout(ctx: OperationContext) -> _BiRnnLayout:
             a[:2] == s[:2],
             f"input {_AUX_INPUT} (auxiliary input) must match the input's first two "
             f"dimensions: {list(a)} vs {list(s)}",
+            deferrable=True,
         )
         if linking == "parallel":
             bw_input_size = a[2]
@@ -321,13 +340,15 @@ def _bi_rnn_layout(ctx: OperationContext) -> _BiRnnLayout:
 
 
 def _validate_bi_rnn(ctx: OperationContext) -> HalVersion | None:
-    check_fuse_code(ctx, 12)
-    # Parallel linking is documented "since API level 30" (HAL 1.3).
+    # Parallel linking is documented "since API level 30" (HAL 1.3); checked before the
+    # deferrable rejections below.
     parallel = parallel_linking_declared(ctx, _AUX_INPUT, (_FW_AUX, _BW_AUX))
+    need = version_first(ctx, V.V1_3 if parallel else None)
+    check_fuse_code(ctx, 12)
     # Shape inference and the kernel check again with what the run gives.
     with contextlib.suppress(Unknown):
         _bi_rnn_layout(ctx)
-    return V.V1_3 if parallel else None
+    return need
 
 
 def _infer_bi_rnn(ctx: OperationContext) -> list[Shape]:
@@ -398,7 +419,7 @@ BIDIRECTIONAL_SEQUENCE_RNN = OperationDeclaration(
 def _svdf_sizes(ctx: OperationContext) -> tuple[int, int, int, int]:
     """(batch, filters, units, memory size)."""
     rank = ctx.scalar(5)
-    ctx.check(rank > 0, f"input 5 (rank) must be positive, got {rank}")
+    ctx.check(rank > 0, f"input 5 (rank) must be positive, got {rank}", deferrable=True)
     s = check_rank(ctx, 0, "input", 2)
     n_batch, n_input = s
     wf = check_rank(ctx, 1, "weights_feature", 2)
@@ -406,18 +427,25 @@ def _svdf_sizes(ctx: OperationContext) -> tuple[int, int, int, int]:
     ctx.check(
         wf[1] == n_input,
         f"input 1 (weights_feature) must have {n_input} columns (the input size), got {list(wf)}",
+        deferrable=True,
     )
     ctx.check(
         n_filters % rank == 0,
         f"input 1 (weights_feature) has {n_filters} filters, not a multiple of rank {rank}",
+        deferrable=True,
     )
     wt = check_rank(ctx, 2, "weights_time", 2)
     ctx.check(
         wt[0] == n_filters,
         f"input 2 (weights_time) must have {n_filters} rows (the filters), got {list(wt)}",
+        deferrable=True,
     )
     memory = wt[1]
-    ctx.check(memory >= 1, f"input 2 (weights_time) must have a memory size >= 1, got {list(wt)}")
+    ctx.check(
+        memory >= 1,
+        f"input 2 (weights_time) must have a memory size >= 1, got {list(wt)}",
+        deferrable=True,
+    )
     n_units = n_filters // rank
     if is_present(ctx, 3):
         check_shape(ctx, 3, "bias", (n_units,))

@@ -3,6 +3,8 @@ O.SVDF against the float64 references in examples_rnn.py."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -356,3 +358,92 @@ def test_svdf_float16_versions_and_rejections():
     ins = svdf_inputs(x, wf, wt, bias, state, 2)
     ins[3] = tensor(F32, np.zeros(4), const=True)
     _rejects(O.SVDF, ins, outs, "bias")
+
+
+# ---------------------------------------------------------------------------------------
+# What Android 11's validation leaves to execution (HalError.deferrable)
+# ---------------------------------------------------------------------------------------
+
+
+def _rnn(*, x=(2, 3), h=(2, 4), r_cols=4, activation=1, tt=F32):
+    w, r, b = rnn_weights(1, 3, 4)
+    ins = rnn_inputs(w, r[:, :r_cols], b, np.zeros(x), np.zeros(h), activation, tt=tt)
+    return O.RNN, ins, [output(tt, (2, 4))] * 2
+
+
+def _uni_rnn(*, xs=(5, 1, 2), time_major=1, states=False):
+    w, r, b = rnn_weights(5, 2, 3)
+    ins = uni_rnn_inputs(w, r, b, np.zeros(xs), np.zeros((1, 3)))
+    ins[6] = scalar(T.INT32, time_major)
+    outs = [output(F32, (5, 1, 3))] + ([output(F32, (1, 3))] if states else [])
+    return O.UNIDIRECTIONAL_SEQUENCE_RNN, ins, outs
+
+
+def _bi_rnn(*, merge=False, aux=None, aux_w=None):
+    fw, bw, hf, hb = _bi(10)
+    xs = _seq(10, 3, 2, 3)
+    ins = bi_rnn_inputs(fw, bw, xs, hf, hb, merge=merge, aux_w=aux_w)
+    if aux is not None:  # a constant: a model input may still be omitted by the request
+        ins[9] = tensor(F32, np.zeros(aux), const=True)
+    return O.BIDIRECTIONAL_SEQUENCE_RNN, ins, [output(F32, (3, 2, 4)), output(F32, (3, 2, 2))]
+
+
+def _svdf(*, rank=2, activation=0, state_cols=24, bias=None):
+    wf, wt, b = _svdf_case(30)
+    ins = svdf_inputs(np.zeros((2, 3)), wf, wt, b, np.zeros((2, state_cols)), rank, activation)
+    if bias is not None:
+        ins[3] = tensor(F32, np.zeros(bias), const=True)
+    return O.SVDF, ins, [output(F32, (2, 24)), output(F32, (2, 3))]
+
+
+@pytest.mark.parametrize(
+    "build, version, deferrable, match",
+    [
+        # RNN and SVDF: Utils.cpp validateOperation checks counts, types and versions;
+        # RNN::Prepare and SVDF::Prepare check shapes and values (execution).
+        (lambda: _rnn(activation=4), None, True, "FuseCode"),
+        (lambda: _rnn(r_cols=3), None, True, "recurrent weights"),
+        (lambda: _rnn(h=(3, 4)), None, True, "hidden state"),
+        (lambda: _rnn(x=(2, 5)), None, True, "columns"),
+        (lambda: _rnn(x=(1, 2, 3)), None, True, "rank 2"),
+        (lambda: _svdf(rank=0), None, True, "rank\\) must be positive"),
+        (lambda: _svdf(rank=4), None, True, "multiple of rank"),
+        (lambda: _svdf(state_cols=20), None, True, "state"),
+        (lambda: _svdf(activation=6), None, True, "FuseCode"),
+        (lambda: _svdf(bias=(4,)), None, True, "bias"),
+        # The sequence RNNs' validate() checks counts, types and versions; prepare() the rest.
+        (lambda: _uni_rnn(time_major=2), None, True, "time major"),
+        (lambda: _uni_rnn(xs=(5, 2)), None, True, "rank 3"),
+        # BIDIRECTIONAL_SEQUENCE_RNN validate(): "Exact number is dependent on the
+        # mergeOutputs parameter and checked during preparation".
+        (lambda: _bi_rnn(merge=True), None, True, "merge_outputs"),
+        (
+            lambda: _bi_rnn(aux_w=(np.zeros((4, 3)), np.zeros((2, 3)))),
+            None,
+            True,
+            "auxiliary input \\(9\\)",
+        ),
+        (lambda: _bi_rnn(aux=(3, 3, 3)), None, True, "first two"),
+        (
+            lambda: _bi_rnn(aux=(3, 2, 5), aux_w=(np.zeros((4, 3)), np.zeros((2, 3)))),
+            None,
+            True,
+            "forward auxiliary weights",
+        ),
+        # Strict: operand types, counts and HAL versions are Android's validation.
+        (lambda: _rnn(tt=F16), HalVersion.V1_1, False, "1\\.2"),
+        (lambda: _uni_rnn(states=True), HalVersion.V1_2, False, "1\\.3"),
+        # Parallel linking (the auxiliary input without auxiliary weights) is HAL 1.3: the
+        # version rule comes before the hook's deferrable rejections.
+        (lambda: _bi_rnn(merge=True, aux=(3, 2, 3)), HalVersion.V1_2, False, "needs HAL 1\\.3"),
+        (lambda: _bi_rnn(merge=True, aux=(3, 2, 3)), None, True, "merge_outputs"),
+    ],
+)
+def test_rejections_android_validation_leaves_to_execution(build, version, deferrable, match):
+    op, ins, outs = build()
+    model, _ = single_op_model(op, ins, outs)
+    with pytest.raises(HalError) as info:
+        validate_model(model, version or HalVersion.V1_3)
+    assert info.value.status.name == "INVALID_ARGUMENT"
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
