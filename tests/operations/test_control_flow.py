@@ -5,6 +5,7 @@ Branch and body subgraphs use ADD and LESS; the builders live in examples_contro
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import replace
@@ -545,3 +546,69 @@ def test_while_outputs_cannot_outnumber_body_outputs():
 
 def test_while_input_count_must_match_the_subgraphs():
     assert "inputs, but the WHILE passes 1" in invalid(while_parts(passed=1))
+
+
+# --- what Android 11's validation checks (HalError.deferrable) ---------------------------
+
+
+def _if_with(*, cond_type=T.TENSOR_BOOL8, extra_input=False, extra_output=False, branch_in=None):
+    mb, cond, x, y, then_sg, else_sg = if_builder(
+        cond_type=cond_type, branch_in=branch_in or T.TENSOR_FLOAT32
+    )
+    ins = [cond, mb.add_subgraph_operand(then_sg), mb.add_subgraph_operand(else_sg), x]
+    if extra_input:
+        ins.append(mb.add_input(T.TENSOR_FLOAT32, (2,)))
+    outs = [y, mb.add_output(T.TENSOR_FLOAT32, (2,))] if extra_output else [y]
+    mb.add_operation(O.IF, ins, outs)
+    return mb.build()
+
+
+def _if_two_inputs():
+    mb, cond, x, y, then_sg, _ = if_builder()
+    mb.add_operation(O.IF, [cond, mb.add_subgraph_operand(then_sg)], [y])
+    return mb.build()
+
+
+def _if_branch_not_a_subgraph():
+    mb, cond, x, y, then_sg, _ = if_builder()
+    not_a_ref = mb.add_constant(T.TENSOR_INT32, (1,), [1])
+    mb.add_operation(O.IF, [cond, mb.add_subgraph_operand(then_sg), not_a_ref, x], [y])
+    return mb.build()
+
+
+@pytest.mark.parametrize(
+    "build, deferrable, match",
+    [
+        # validateIfOperation / validateWhileOperation (Utils.cpp, run by Android's model
+        # validation): counts, subgraph references, operand compatibility, the condition.
+        (lambda: _if_with(cond_type=T.TENSOR_INT32), False, "condition"),
+        (lambda: _if_with(extra_input=True), False, "IF passes 2"),
+        (lambda: _if_with(extra_output=True), False, "IF has 2"),
+        (_if_two_inputs, False, "at least 3 inputs"),
+        (lambda: _if_with(branch_in=T.TENSOR_INT32), False, "incompatible"),
+        (lambda: if_model(dims=(2,), branch_dims=(3,)), False, "incompatible"),
+        (_if_branch_not_a_subgraph, False, "must be a SUBGRAPH operand"),
+        (
+            lambda: while_parts(cond_outputs=((T.TENSOR_BOOL8, (1,)),) * 2),
+            False,
+            "exactly 1 output",
+        ),
+        (lambda: while_parts(cond_outputs=((T.TENSOR_INT32, (1,)),)), False, "TENSOR_BOOL8"),
+        (lambda: while_parts(outer_outputs=3), False, "fewer than the WHILE's 3"),
+        (lambda: while_parts(passed=1), False, "WHILE passes 1"),
+        (
+            lambda: while_parts(body_out_types=(T.TENSOR_INT32, T.TENSOR_FLOAT32)),
+            False,
+            "incompatible",
+        ),
+        # A shape an operation inside a branch computes is left to execution (prepare())...
+        (lambda: if_model(then_const=(1, 2, 3)), True, "subgraph 0.*broadcast"),
+        # ...and a compatibility rule wins over it.
+        (lambda: if_model(then_const=(1, 2, 3), out_dims=(3,)), False, "incompatible"),
+    ],
+)
+def test_rejections_android_validation_makes_or_leaves_to_execution(build, deferrable, match):
+    err = hal_error(lambda: validate_model(build()))
+    assert err.status == ErrorStatus.INVALID_ARGUMENT
+    assert err.deferrable is deferrable, err.message
+    assert re.search(match, err.message), err.message
