@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from driver.hal.types import HalVersion, OperationType
+from driver.hal.types import HalError, HalVersion, OperationType
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
@@ -24,40 +24,94 @@ from driver.operations.base import (
     dtype_of,
 )
 from driver.operations.base import T as _T
-from driver.operations.conv import QUANT8, check_activation, f32, requantize
+from driver.operations.conv import (
+    QUANT8,
+    check_activation,
+    f32,
+    requantize,
+    strict_when_version_lacking,
+)
 from driver.operations.quant import apply_activation_float
 
 V = HalVersion
 
 
 def _validate(ctx: OperationContext) -> HalVersion | None:
+    """Android 11's FullyConnected.cpp ``validate`` checks the HAL version (the quant8
+    output scale rule below) and, when every rank is known, ``validateShapes``: the ranks,
+    the bias length against num_units and the input's element count against input_size.
+    Those rules are strict then, deferrable (``prepare()``, at execution) while a rank is
+    unknown; so are the fused activation and the bias scale, which only the kernel
+    checks. Strict rules come first."""
     # Messages are built only on failure: validation runs these hooks per operation.
-    r = ctx.known_rank(0)
-    if r is not None and not 2 <= r <= 4:
-        raise ctx.invalid(f"input 0 must have rank 2..4, got rank {r}")
-    for i, want in ((1, 2), (2, 1)):
-        r = ctx.known_rank(i)
-        if r is not None and r != want:
-            raise ctx.invalid(f"input {i} must have rank {want}, got rank {r}")
-    # An activation that is not a constant raises Unknown: it must not skip the scale
-    # rules below (and the HAL 1.2 requirement they set).
-    with contextlib.suppress(Unknown):
-        check_activation(ctx, 3)
-    if ctx.input_type(0) not in QUANT8:
-        return None
-    # The float32 product of float32 scales (their double product is exact, rounded once).
-    product = f32(f32(ctx.input_scale(0)) * f32(ctx.input_scale(1)))
-    bias_scale = f32(ctx.input_scale(2))
-    if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
+    version = None
+    quantized = ctx.input_type(0) in QUANT8
+    if quantized:
+        # The float32 product of float32 scales (their double product is exact, rounded once).
+        product = f32(f32(ctx.input_scale(0)) * f32(ctx.input_scale(1)))
+        # Before HAL 1.2 the output scale had to exceed inputScale * weightsScale.
+        if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
+            version = V.V1_2
+    ranks = [ctx.known_rank(0), ctx.known_rank(1), ctx.known_rank(2)]
+    all_known = None not in ranks
+    try:
+        r = ranks[0]
+        if r is not None and not 2 <= r <= 4:
+            raise ctx.invalid(
+                f"input 0 must have rank 2..4, got rank {r}", deferrable=not all_known
+            )
+        for i, want in ((1, 2), (2, 1)):
+            r = ranks[i]
+            if r is not None and r != want:
+                raise ctx.invalid(
+                    f"input {i} must have rank {want}, got rank {r}", deferrable=not all_known
+                )
+        if all_known:
+            _validate_shapes(ctx)
+        # An activation that is not a constant raises Unknown: it must not skip the scale
+        # rules below (and the HAL 1.2 requirement they set).
+        with contextlib.suppress(Unknown):
+            check_activation(ctx, 3)
+        if not quantized:
+            return None
+        bias_scale = f32(ctx.input_scale(2))
+        if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
+            raise ctx.invalid(
+                f"input 2 (bias) scale must equal input scale * weights scale = {product!r}, "
+                f"got {bias_scale!r}",
+                deferrable=True,
+            )
+    except HalError as e:
+        strict_when_version_lacking(ctx, version, e)
+        raise
+    return version
+
+
+def _validate_shapes(ctx: OperationContext) -> None:
+    """The part of ``validateShapes`` (strict: every rank is known and right) that
+    :func:`_infer` checks in the same order with the same messages, when the shapes it
+    needs are fully known: the bias length, and the element count when it gives a
+    non-zero batch size (Android skips the check otherwise)."""
+    weights = ctx.shapes[1]
+    if weights is None:
+        return
+    num_units, input_size = weights
+    if num_units <= 0 or input_size <= 0:
+        return  # _infer's "must be non-empty" (deferrable) comes first
+    bias = ctx.shapes[2]
+    if bias is not None and bias[0] != num_units:
         raise ctx.invalid(
-            f"input 2 (bias) scale must equal input scale * weights scale = {product!r}, "
-            f"got {bias_scale!r}",
-            deferrable=True,
+            f"input 2 (bias) has {bias[0]} elements, the weights have {num_units} units"
         )
-    # Before HAL 1.2 the output scale had to exceed inputScale * weightsScale.
-    if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
-        return V.V1_2
-    return None
+    shape = ctx.shapes[0]
+    if shape is None:
+        return
+    elements = math.prod(shape)
+    if elements // input_size != 0 and elements % input_size != 0:
+        raise ctx.invalid(
+            f"input 0 has {elements} elements (shape {list(shape)}), not a multiple of "
+            f"the weights' input size {input_size}"
+        )
 
 
 def _infer(ctx: OperationContext) -> list[Shape]:

@@ -3,6 +3,8 @@ checked against the independent scalar reference, and the cross-type properties.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -11,7 +13,8 @@ from hypothesis import strategies as st
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
-from driver.testing import output, run_op, scalar, tensor
+from driver.testing import output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
 from tests.operations.test_conv import RELAXED_TOL, act_float, ref_requantize
 
 QI, QW, QO = (0.5, 127), (0.25, 120), (1.0, 130)
@@ -252,3 +255,59 @@ def test_bias_length_checked_when_the_batch_size_is_unknown(bias_len, valid):
         assert y.shape == (1, 2)
     else:
         assert "bias" in _rejected(lambda: run_op(O.FULLY_CONNECTED, ins, outs))
+
+
+# ---------------------------------------------------------------------------------------
+# Deferrable rejections: what Android 11's validate leaves to prepare(), at execution
+# ---------------------------------------------------------------------------------------
+
+
+V10, V13 = HalVersion.V1_0, HalVersion.V1_3
+
+
+def _fc_model(x=(1, 2), w=(2, 2), b=(2,), act=0, x_dims=None, b_dims=None, quant=None):
+    """A one-operation FULLY_CONNECTED model (``*_dims``: declared dims of a model input
+    instead of a constant). ``quant``: (bias scale, output scale) with quant8 operands of
+    scale 1.0."""
+    F = T.TENSOR_FLOAT32
+    t, s, bt, bs, os_ = F, 0.0, F, 0.0, 0.0
+    if quant is not None:
+        t, s, bt = T.TENSOR_QUANT8_ASYMM, 1.0, T.TENSOR_INT32
+        bs, os_ = quant
+    ins = [
+        tensor(t, np.zeros(x), scale=s, declared_dims=x_dims),
+        tensor(t, np.zeros(w), scale=s, const=True),
+        tensor(bt, np.zeros(b), scale=bs, const=b_dims is None, declared_dims=b_dims),
+        scalar(T.INT32, act),
+    ]
+    model, _ = single_op_model(O.FULLY_CONNECTED, ins, [output(t, (1, 2), scale=os_)])
+    return model
+
+
+@pytest.mark.parametrize(
+    "model, version, deferrable, match",
+    [
+        # The fused activation: only the kernel checks it.
+        (_fc_model(act=9), V13, True, "fused activation"),
+        # validateShapes runs in validate only when every rank is known (strict), else in
+        # prepare() (deferrable).
+        (_fc_model(x=(1, 1, 1, 1, 2)), V13, False, "input 0 must have rank 2..4"),
+        (_fc_model(x=(1, 1, 1, 1, 2), b_dims=()), V13, True, "input 0 must have rank 2..4"),
+        (_fc_model(b=(3,)), V13, False, "bias\\) has 3 elements"),
+        (_fc_model(b=(3,), x_dims=(0, 2)), V13, False, "bias\\) has 3 elements"),
+        (_fc_model(b=(3,), x_dims=()), V13, True, "bias\\) has 3 elements"),
+        (_fc_model(x=(1, 5)), V13, False, "not a multiple"),
+        # ...and skips the element count when it gives a zero batch size.
+        (_fc_model(x=(1, 1)), V13, True, "not a multiple"),
+        # The bias scale: checked by the kernel, unless the model's HAL version lacks the
+        # relaxed output scale rule it relies on (validateHalVersion rejects that).
+        (_fc_model(quant=(0.5, 2.0)), V13, True, "bias\\) scale"),
+        (_fc_model(quant=(0.5, 1.0)), V10, False, "bias\\) scale"),
+    ],
+)
+def test_rejections_android_validation_leaves_to_execution(model, version, deferrable, match):
+    with pytest.raises(HalError) as info:
+        validate_model(model, version)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
