@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from driver.hal.types import HalVersion, OperationType
+from driver.hal.types import HalError, HalVersion, OperationType
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
@@ -32,7 +32,7 @@ from driver.operations.base import (
     dtype_of,
 )
 from driver.operations.base import T as _T
-from driver.operations.conv import QUANT8, from_nhwc, to_nhwc
+from driver.operations.conv import QUANT8, from_nhwc, strict_when_version_lacking, to_nhwc
 from driver.operations.quant import (
     count_leading_zeros32,
     exp_on_negative_values,
@@ -55,24 +55,33 @@ def _scalar_type(tensor_type: int) -> int:
 
 
 def _axis(ctx: OperationContext, i: int | None, rank: int) -> int:
-    """The (non-negative) axis given by scalar input ``i`` (default -1 when absent)."""
+    """The (non-negative) axis given by scalar input ``i`` (default -1 when absent).
+    Deferrable: Android 11 checks the axis range in ``prepare()`` (handleNegativeAxis)."""
     if i is None or i >= ctx.num_inputs:
         return rank - 1
     axis = ctx.scalar(i)
     if not -rank <= axis < rank:  # messages only on failure: validation runs these often
         raise ctx.invalid(
-            f"input {i} (axis) must be in [{-rank}, {rank}) for rank {rank}, got {axis}"
+            f"input {i} (axis) must be in [{-rank}, {rank}) for rank {rank}, got {axis}",
+            deferrable=True,
         )
     return axis % rank
 
 
-def _check_rank_1_to_4(ctx: OperationContext, max_rank: int | None = 4) -> int | None:
+def _check_max_rank(ctx: OperationContext, max_rank: int | None = 4) -> int | None:
+    """Input 0's known rank, at most ``max_rank`` (strict: the ``hasKnownRank`` /
+    ``inputRank != 0`` checks of Android 11's Softmax, L2Normalization and
+    LocalResponseNormalization ``validate``)."""
     r = ctx.known_rank(0)
-    if r is not None:
-        ctx.check(r >= 1, "input 0 must have rank >= 1, got a scalar")
-        if max_rank is not None and r > max_rank:
-            raise ctx.invalid(f"input 0 must have rank <= {max_rank}, got rank {r}")
+    if r is not None and max_rank is not None and r > max_rank:
+        raise ctx.invalid(f"input 0 must have rank <= {max_rank}, got rank {r}")
     return r
+
+
+def _check_not_scalar(ctx: OperationContext, r: int | None) -> None:
+    """Deferrable: Android's validate reads rank 0 as an unknown rank; prepare() fails it."""
+    if r is not None:
+        ctx.check(r >= 1, "input 0 must have rank >= 1, got a scalar", deferrable=True)
 
 
 def _same_shape(ctx: OperationContext) -> list[Shape]:
@@ -121,25 +130,32 @@ def _softmax_params(ctx: OperationContext) -> float:
 
 
 def _validate_softmax(ctx: OperationContext) -> HalVersion | None:
-    r = _check_rank_1_to_4(ctx)
+    """Strict: the rank limit and the HAL version (Softmax.cpp validate); deferrable, after
+    them: the rest (prepare() and the kernel)."""
+    r = _check_max_rank(ctx)
     version = None
-    if ctx.num_inputs == 2 and r is not None and r not in (2, 4):
+    if ctx.num_inputs == 2 and r and r not in (2, 4):
         version = V.V1_2  # HAL 1.0/1.1 softmax takes 2-D or 4-D inputs only
-    t = ctx.input_type(0)
-    if t in QUANT8:
-        zp = 0 if t == _T.TENSOR_QUANT8_ASYMM else -128
-        ctx.check(
-            np.float32(ctx.output_scale(0)) == np.float32(1.0 / 256)
-            and ctx.output_zero_point(0) == zp,
-            f"output 0 must have scale 1/256 and zero point {zp}, got "
-            f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
-            deferrable=True,
-        )
-    with contextlib.suppress(Unknown):
-        ctx.once(_softmax_params)
-    with contextlib.suppress(Unknown):
-        if r is not None:
-            _axis(ctx, 2, r)
+    try:
+        _check_not_scalar(ctx, r)
+        t = ctx.input_type(0)
+        if t in QUANT8:
+            zp = 0 if t == _T.TENSOR_QUANT8_ASYMM else -128
+            ctx.check(
+                np.float32(ctx.output_scale(0)) == np.float32(1.0 / 256)
+                and ctx.output_zero_point(0) == zp,
+                f"output 0 must have scale 1/256 and zero point {zp}, got "
+                f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
+                deferrable=True,
+            )
+        with contextlib.suppress(Unknown):
+            ctx.once(_softmax_params)
+        with contextlib.suppress(Unknown):
+            if r is not None:
+                _axis(ctx, 2, r)
+    except HalError as e:
+        strict_when_version_lacking(ctx, version, e)
+        raise
     return version
 
 
@@ -226,7 +242,9 @@ SOFTMAX = OperationDeclaration(
 
 
 def _validate_log_softmax(ctx: OperationContext) -> HalVersion | None:
-    r = _check_rank_1_to_4(ctx, max_rank=None)
+    # LogSoftmax.cpp validate checks types and the version only.
+    r = _check_max_rank(ctx, max_rank=None)
+    _check_not_scalar(ctx, r)
     with contextlib.suppress(Unknown):
         if r is not None:
             _axis(ctx, 2, r)
@@ -267,23 +285,30 @@ LOG_SOFTMAX = OperationDeclaration(
 
 
 def _validate_l2(ctx: OperationContext) -> HalVersion | None:
-    r = _check_rank_1_to_4(ctx)
+    """Strict: the rank limit and the HAL version (L2Normalization.cpp validate);
+    deferrable, after them: the rest (prepare() and the kernel)."""
+    r = _check_max_rank(ctx)
     version = None
     if ctx.num_inputs == 1 and r != 4:
         version = V.V1_2  # HAL 1.0/1.1: 4-D only
-    t = ctx.input_type(0)
-    if t in QUANT8:
-        zp = 128 if t == _T.TENSOR_QUANT8_ASYMM else 0
-        ctx.check(
-            np.float32(ctx.output_scale(0)) == np.float32(1.0 / 128)
-            and ctx.output_zero_point(0) == zp,
-            f"output 0 must have scale 1/128 and zero point {zp}, got "
-            f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
-            deferrable=True,
-        )
-    with contextlib.suppress(Unknown):
-        if r is not None:
-            _axis(ctx, 1, r)
+    try:
+        _check_not_scalar(ctx, r)
+        t = ctx.input_type(0)
+        if t in QUANT8:
+            zp = 128 if t == _T.TENSOR_QUANT8_ASYMM else 0
+            ctx.check(
+                np.float32(ctx.output_scale(0)) == np.float32(1.0 / 128)
+                and ctx.output_zero_point(0) == zp,
+                f"output 0 must have scale 1/128 and zero point {zp}, got "
+                f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
+                deferrable=True,
+            )
+        with contextlib.suppress(Unknown):
+            if r is not None:
+                _axis(ctx, 1, r)
+    except HalError as e:
+        strict_when_version_lacking(ctx, version, e)
+        raise
     return version
 
 
@@ -340,16 +365,23 @@ L2_NORMALIZATION = OperationDeclaration(
 
 
 def _validate_lrn(ctx: OperationContext) -> HalVersion | None:
-    r = _check_rank_1_to_4(ctx)
+    """Strict: the rank limit and the HAL version (LocalResponseNormalization.cpp
+    validate); deferrable, after them: the radius and the axis (prepare())."""
+    r = _check_max_rank(ctx)
     version = None
     if ctx.num_inputs == 5 and r != 4:
         version = V.V1_2
-    with contextlib.suppress(Unknown):
-        radius = ctx.scalar(1)
-        ctx.check(radius >= 0, f"input 1 (radius) must be >= 0, got {radius}")
-    with contextlib.suppress(Unknown):
-        if r is not None:
-            _axis(ctx, 5, r)
+    try:
+        _check_not_scalar(ctx, r)
+        with contextlib.suppress(Unknown):
+            radius = ctx.scalar(1)
+            ctx.check(radius >= 0, f"input 1 (radius) must be >= 0, got {radius}", deferrable=True)
+        with contextlib.suppress(Unknown):
+            if r is not None:
+                _axis(ctx, 5, r)
+    except HalError as e:
+        strict_when_version_lacking(ctx, version, e)
+        raise
     return version
 
 
@@ -397,9 +429,11 @@ LOCAL_RESPONSE_NORMALIZATION = OperationDeclaration(
 
 
 def _validate_instance(ctx: OperationContext) -> HalVersion | None:
+    # Deferrable: InstanceNormalization.cpp validate checks types and the version only;
+    # prepare() checks the rank.
     r = ctx.known_rank(0)
     if r is not None:
-        ctx.check(r == 4, f"input 0 must have rank 4, got rank {r}")
+        ctx.check(r == 4, f"input 0 must have rank 4, got rank {r}", deferrable=True)
     return None
 
 

@@ -5,6 +5,8 @@ checked bit for bit against Android's CTS expectations while developing.)"""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,7 +16,8 @@ from hypothesis.extra import numpy as hnp
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
-from driver.testing import output, run_op, scalar, tensor
+from driver.testing import output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
 
 RELAXED_TOL = 5 * 2.0**-10
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
@@ -363,3 +366,79 @@ def test_instance_normalization_properties(shape, seed):
 
 def test_instance_normalization_needs_rank_4():
     _rejected(lambda: _instance(np.ones((2, 2), np.float32), 1.0, 0.0, 0.1))
+
+
+# ---------------------------------------------------------------------------------------
+# Deferrable rejections: what Android 11's validate leaves to prepare(), at execution
+# ---------------------------------------------------------------------------------------
+
+
+def _norm_model(op, shape, params=(), t=F32, out_quant=(0.0, 0)):
+    """A one-operation model: input 0 of ``shape`` and type ``t`` (quant8: scale 0.5),
+    then ``params``; the output has ``shape`` and ``out_quant`` (scale, zero point)."""
+    x = tensor(t, np.zeros(shape), scale=0.5 if t == Q8 else 0.0)
+    s, z = out_quant
+    model, _ = single_op_model(op, [x, *params], [output(t, shape, scale=s, zero_point=z)])
+    return model
+
+
+def _f(v):
+    return scalar(T.FLOAT32, v)
+
+
+def _i(v):
+    return scalar(T.INT32, v)
+
+
+_LRN = (_i(1), _f(1.0), _f(1.0), _f(0.5))
+V10, V13 = HalVersion.V1_0, HalVersion.V1_3
+
+
+@pytest.mark.parametrize(
+    "model, version, deferrable, match",
+    [
+        # The axis range: handleNegativeAxis in prepare().
+        (_norm_model(O.SOFTMAX, (2, 3), (_f(1.0), _i(2))), V13, True, "axis"),
+        (_norm_model(O.LOG_SOFTMAX, (2, 3), (_f(1.0), _i(-3))), V13, True, "axis"),
+        (_norm_model(O.L2_NORMALIZATION, (2, 3), (_i(5),)), V13, True, "axis"),
+        (
+            _norm_model(O.LOCAL_RESPONSE_NORMALIZATION, (1, 2, 2, 3), (*_LRN, _i(4))),
+            V13,
+            True,
+            "axis",
+        ),
+        # LRN's radius: prepare().
+        (
+            _norm_model(O.LOCAL_RESPONSE_NORMALIZATION, (1, 2, 2, 3), (_i(-1), *_LRN[1:])),
+            V13,
+            True,
+            "radius",
+        ),
+        # InstanceNormalization.cpp validate checks no rank (prepare() does).
+        (
+            _norm_model(
+                O.INSTANCE_NORMALIZATION, (2, 2, 3), (_f(1.0), _f(0.0), _f(1e-3), scalar(T.BOOL, 0))
+            ),
+            V13,
+            True,
+            "input 0 must have rank 4",
+        ),
+        # The fixed output quantization (the kernel)...
+        (_norm_model(O.SOFTMAX, (2, 3), (_f(1.0),), Q8, (0.5, 0)), V10, True, "scale 1/256"),
+        # ...unless the model's HAL version lacks the rank the operation uses
+        # (validateHalVersion rejects that model).
+        (_norm_model(O.SOFTMAX, (1, 2, 3), (_f(1.0),), Q8, (0.5, 0)), V10, False, "scale 1/256"),
+        # Android's validate: the rank limit when the rank is known.
+        (_norm_model(O.SOFTMAX, (1, 1, 1, 2, 3), (_f(1.0),)), V13, False, "rank <= 4"),
+        (_norm_model(O.L2_NORMALIZATION, (1, 1, 1, 2, 3)), V13, False, "rank <= 4"),
+        (_norm_model(O.LOCAL_RESPONSE_NORMALIZATION, (1, 1, 1, 2, 3), _LRN), V13, False, "rank"),
+        # A strict rule wins over a deferrable one.
+        (_norm_model(O.L2_NORMALIZATION, (1, 1, 1, 2, 3), (_i(9),)), V13, False, "rank <= 4"),
+    ],
+)
+def test_rejections_android_validation_leaves_to_execution(model, version, deferrable, match):
+    with pytest.raises(HalError) as info:
+        validate_model(model, version)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
