@@ -66,14 +66,18 @@ def _output_size(ctx: OperationContext, in_h: int, in_w: int) -> tuple[int, int]
 
 def _flags(ctx: OperationContext) -> tuple[bool, bool, bool]:
     nchw, align, half = _flag(ctx, 3), _flag(ctx, 4), _flag(ctx, 5)
+    # Deferrable: ResizeImageOps.cpp validate checks the flags' types, prepare() their values.
     ctx.check(
         not (align and half),
         "inputs 4 (align_corners) and 5 (half_pixel_centers) cannot both be true",
+        deferrable=True,
     )
     return nchw, align, half
 
 
 def _validate(ctx: OperationContext) -> HalVersion | None:
+    # Strict: the rank when known (ResizeImageOps.cpp validate, hasKnownRank); the rest is
+    # deferrable (prepare() and the kernel).
     ctx.check_rank(0, exact=4)
     if ctx.input_type(0) in QUANT8:
         ctx.check(

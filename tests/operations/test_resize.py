@@ -4,6 +4,7 @@ mode, a direct per-pixel float64 formulation, and the cross-type properties."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
-from driver.testing import output, run_op, scalar, tensor
+from driver.testing import output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
 
 RELAXED_TOL = 5 * 2.0**-10
 Q8, S8, F32, F16 = (
@@ -288,3 +290,44 @@ def test_hal_versions():
     _rejected(
         lambda: resize(O.RESIZE_NEAREST_NEIGHBOR, X22, (3, 3), nchw=False, version=HalVersion.V1_1)
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Deferrable rejections: what Android 11's validate leaves to prepare(), at execution
+# ---------------------------------------------------------------------------------------
+
+
+def _resize_model(op=O.RESIZE_BILINEAR, shape=(1, 2, 2, 1), size=(3, 3), flags=(), out_t=F32):
+    ins = [
+        tensor(F32, np.zeros(shape)),
+        scalar(T.INT32, size[1]),
+        scalar(T.INT32, size[0]),
+        *[scalar(T.BOOL, f) for f in flags],
+    ]
+    model, _ = single_op_model(op, ins, [output(out_t, (1, *size, 1))])
+    return model
+
+
+@pytest.mark.parametrize(
+    "model, deferrable, match",
+    [
+        # ResizeImageOps.cpp prepare() checks the flags and the output size.
+        (_resize_model(flags=(False, True, True)), True, "cannot both be true"),
+        (
+            _resize_model(O.RESIZE_NEAREST_NEIGHBOR, flags=(False, True, True)),
+            True,
+            "cannot both be true",
+        ),
+        (_resize_model(size=(0, 3)), True, "must be > 0"),
+        # Its validate: the rank when known, and the operand types.
+        (_resize_model(shape=(2, 2, 1)), False, "must have rank 4"),
+        (_resize_model(out_t=F16), False, "TENSOR_FLOAT16"),
+        (_resize_model(shape=(2, 2, 1), flags=(False, True, True)), False, "must have rank 4"),
+    ],
+)
+def test_rejections_android_validation_leaves_to_execution(model, deferrable, match):
+    with pytest.raises(HalError) as info:
+        validate_model(model)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
