@@ -26,6 +26,10 @@ The kernels follow Android 11's reference (``RoiAlign.cpp``, ``RoiPooling.cpp``,
   (NaN is "not below" a threshold), soft kernels use IoU 1 for it (Android returns NaN
   scores there). AXIS_ALIGNED_BBOX_TRANSFORM keeps a zero-size box zero-size even when
   exp(delta) overflows (Android: 0 * inf = NaN).
+* Every rule the ``validate`` hooks check is deferrable (``HalError.deferrable``): Android
+  11's validate functions for these operations check operand counts, types and HAL
+  versions only; parameter values (sizes, strides, ratios, NMS kernel and thresholds,
+  scales) and box quantizations are checked by their ``prepare()``, at execution.
 """
 
 from __future__ import annotations
@@ -441,18 +445,22 @@ _ROI_WEIGHT_SCALE = F32(1.0) / F32(255.0)  # RoiAlign quant: bilinear weights in
 def _validate_roi_common(ctx: OperationContext, stride_h: int, stride_w: int) -> None:
     _check_box_input(ctx, 1, "roi")
     out_h, out_w = ctx.scalar(3), ctx.scalar(4)
-    ctx.check(out_h > 0, f"input 3 (output height) must be positive, got {out_h}")
-    ctx.check(out_w > 0, f"input 4 (output width) must be positive, got {out_w}")
+    ctx.check(out_h > 0, f"input 3 (output height) must be positive, got {out_h}", deferrable=True)
+    ctx.check(out_w > 0, f"input 4 (output width) must be positive, got {out_w}", deferrable=True)
     sh, sw = ctx.scalar(stride_h), ctx.scalar(stride_w)
-    ctx.check(sh > 0, f"input {stride_h} (height stride) must be positive, got {sh}")
-    ctx.check(sw > 0, f"input {stride_w} (width stride) must be positive, got {sw}")
+    ctx.check(
+        sh > 0, f"input {stride_h} (height stride) must be positive, got {sh}", deferrable=True
+    )
+    ctx.check(
+        sw > 0, f"input {stride_w} (width stride) must be positive, got {sw}", deferrable=True
+    )
 
 
 def _validate_roi_align(ctx: OperationContext) -> HalVersion | None:
     _validate_roi_common(ctx, 5, 6)
     rh, rw = ctx.scalar(7), ctx.scalar(8)
-    ctx.check(rh >= 0, f"input 7 (height sampling ratio) must be >= 0, got {rh}")
-    ctx.check(rw >= 0, f"input 8 (width sampling ratio) must be >= 0, got {rw}")
+    ctx.check(rh >= 0, f"input 7 (height sampling ratio) must be >= 0, got {rh}", deferrable=True)
+    ctx.check(rw >= 0, f"input 8 (width sampling ratio) must be >= 0, got {rw}", deferrable=True)
     return None
 
 
@@ -942,10 +950,13 @@ def _validate_box_nms(ctx: OperationContext) -> HalVersion | None:
     ctx.check(
         kernel in (HARD, LINEAR, GAUSSIAN),
         f"input 5 (NMS kernel) must be 0 (hard), 1 (linear) or 2 (gaussian), got {kernel}",
+        deferrable=True,
     )
     if kernel == GAUSSIAN:
         sigma = ctx.scalar(7)
-        ctx.check(sigma > 0, f"input 7 (gaussian sigma) must be positive, got {sigma}")
+        ctx.check(
+            sigma > 0, f"input 7 (gaussian sigma) must be positive, got {sigma}", deferrable=True
+        )
     return None
 
 
@@ -1101,16 +1112,16 @@ BOX_WITH_NMS_LIMIT = OperationDeclaration(
 def _validate_detection(ctx: OperationContext) -> HalVersion | None:
     for i, what in ((3, "y scale"), (4, "x scale"), (5, "h scale"), (6, "w scale")):
         v = ctx.scalar(i)
-        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}")
+        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}", deferrable=True)
     # Android's prepare (and the doc: "only used when input7 is ...") checks only the
     # limit the chosen NMS uses: per class when regular, classes per box when fast.
     used = (10, "max detections per class") if ctx.scalar(7) else (9, "max classes per detection")
     for i, what in ((8, "max number of detections"), used):
         v = ctx.scalar(i)
-        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}")
+        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}", deferrable=True)
     for i, what in ((11, "score threshold"), (12, "IoU threshold")):
         v = ctx.scalar(i)
-        ctx.check(v >= 0, f"input {i} ({what}) must be >= 0, got {v}")
+        ctx.check(v >= 0, f"input {i} ({what}) must be >= 0, got {v}", deferrable=True)
     return None
 
 
@@ -1241,7 +1252,7 @@ def _validate_proposals(ctx: OperationContext) -> HalVersion | None:
     _check_same_quant(ctx, 0, 0, "output scores")
     for i, what in ((4, "height stride"), (5, "width stride")):
         v = ctx.scalar(i)
-        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}")
+        ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}", deferrable=True)
     return None
 
 

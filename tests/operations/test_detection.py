@@ -10,6 +10,7 @@ differently, so agreement is an independent check.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -25,7 +26,8 @@ from driver.operations.detection import (
     nms_single_class,
     range_max,
 )
-from driver.testing import assert_example, output, run_op, scalar, tensor
+from driver.testing import assert_example, output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
 from tests.operations.examples_detection import EXAMPLES
 
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
@@ -1151,3 +1153,54 @@ def test_proposals_shape_mismatch_is_invalid():
         lambda: proposals(SC, np.zeros((1, 2, 2, 8), np.float32), [[0, 0, 4, 4]], [[8, 8]])
     )
     assert err.status == ErrorStatus.INVALID_ARGUMENT
+
+
+# ---------------------------------------------------------------------------------------
+# Deferrable rejections: what Android 11's validate leaves to prepare(), at execution
+# ---------------------------------------------------------------------------------------
+
+
+def _example_with(name: str, **changed):
+    """The example ``name``'s model with scalar inputs replaced: ``i3=value`` sets input
+    3's value, ``i3=(type, value)`` its type too."""
+    (ex,) = [e for e in EXAMPLES if e.name == name]
+    ins = list(ex.inputs)
+    for key, v in changed.items():
+        i = int(key[1:])
+        t, v = v if isinstance(v, tuple) else (ins[i].type, v)
+        ins[i] = scalar(t, v)
+    model, _ = single_op_model(ex.op, ins, ex.outputs)
+    return model
+
+
+_ALIGN, _POOL = "roi_align_float32", "roi_pooling_float32"
+_NMS, _DET = "box_with_nms_limit_hard_float32", "detection_postprocessing_regular_float32"
+
+
+@pytest.mark.parametrize(
+    "model, deferrable, match",
+    [
+        # Their prepare() functions check every parameter value.
+        (_example_with(_ALIGN, i3=0), True, "output height"),
+        (_example_with(_ALIGN, i6=0.0), True, "width stride"),
+        (_example_with(_ALIGN, i7=-1), True, "height sampling ratio"),
+        (_example_with(_POOL, i4=0), True, "output width"),
+        (_example_with(_POOL, i5=-1.0), True, "height stride"),
+        (_example_with(_NMS, i5=3), True, "NMS kernel"),
+        (_example_with(_NMS, i5=2, i7=0.0), True, "gaussian sigma"),
+        (_example_with(_DET, i3=0.0), True, "y scale"),
+        (_example_with(_DET, i8=0), True, "max number of detections"),
+        (_example_with(_DET, i10=0), True, "max detections per class"),
+        (_example_with(_DET, i12=-1.0), True, "IoU threshold"),
+        (_example_with("generate_proposals_float32", i5=0.0), True, "width stride"),
+        # Their validate checks the operand types (and counts, HAL versions).
+        (_example_with(_ALIGN, i3=(T.FLOAT32, 2.0)), False, "FLOAT32"),
+        (_example_with(_NMS, i5=(T.FLOAT32, 0.0), i7=0.0), False, "FLOAT32"),
+    ],
+)
+def test_rejections_android_validation_leaves_to_execution(model, deferrable, match):
+    with pytest.raises(HalError) as info:
+        validate_model(model)
+    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert info.value.deferrable is deferrable, info.value.message
+    assert re.search(match, info.value.message), info.value.message
