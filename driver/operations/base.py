@@ -40,6 +40,7 @@ from driver.hal.types import (
     OperationType,
     SymmPerChannelQuantParams,
     operand_type_name,
+    operation_type_name,
 )
 
 T = OperandType
@@ -358,8 +359,17 @@ class OperationContext:
         dims = self._input_operands[i].dimensions
         return len(dims) if dims else None
 
-    def check_rank(self, i: int, *, min_rank: int = 0, max_rank: int = 4, exact: int | None = None):
-        """Rank rule for input ``i`` whenever its rank is known (:meth:`known_rank`)."""
+    def check_rank(
+        self,
+        i: int,
+        *,
+        min_rank: int = 0,
+        max_rank: int = 4,
+        exact: int | None = None,
+        deferrable: bool = False,
+    ) -> None:
+        """Rank rule for input ``i`` whenever its rank is known (:meth:`known_rank`);
+        ``deferrable`` for a rank only Android's ``prepare()`` checks."""
         r = self.known_rank(i)
         if r is None:
             return
@@ -367,11 +377,26 @@ class OperationContext:
         # Messages are built only on failure: validation runs this for most operations.
         if exact is not None:
             if r != exact:
-                raise self.invalid(f"input {i} must have rank {exact}, got shape {list(s)}")
+                raise self.invalid(
+                    f"input {i} must have rank {exact}, got shape {list(s)}", deferrable=deferrable
+                )
         elif not min_rank <= r <= max_rank:
             raise self.invalid(
-                f"input {i} must have rank {min_rank}..{max_rank}, got shape {list(s)}"
+                f"input {i} must have rank {min_rank}..{max_rank}, got shape {list(s)}",
+                deferrable=deferrable,
             )
+
+    def require_version(self, need: HalVersion | None) -> HalVersion | None:
+        """``need``, the HAL version this use of the operation needs (None: any), rejected
+        at once when validating as an older version. A hook calls it before its deferrable
+        rejections, which would otherwise hide the version it returns: Android's
+        ``validateHalVersion`` rejects such a model whatever else is wrong with it."""
+        if need is not None and need > self.version:
+            raise self.invalid(
+                f"this use of {operation_type_name(self.operation_type)} needs HAL "
+                f"{HalVersion(need).label}; validating as HAL {HalVersion(self.version).label}"
+            )
+        return need
 
 
 def dtype_of(ctx: OperationContext, output: int = 0) -> np.dtype:

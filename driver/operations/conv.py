@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from driver.hal.types import FusedActivation, HalError, HalVersion, OperationType
+from driver.hal.types import FusedActivation, HalVersion, OperationType
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
@@ -147,18 +147,6 @@ def check_activation(ctx: OperationContext, i: int) -> int:
     if not _ACTIVATION_NONE <= act <= _ACTIVATION_RELU6:
         raise ctx.invalid(f"input {i} (fused activation) must be 0..3, got {act}", deferrable=True)
     return act
-
-
-def strict_when_version_lacking(
-    ctx: OperationContext, version: HalVersion | None, error: HalError
-) -> HalError:
-    """``error``, no longer deferrable when the model's HAL version lacks ``version`` (the
-    one the hook found the operation needs): Android's ``validateHalVersion`` rejects such
-    a model whatever else is wrong with it. For hooks whose deferrable rejection would
-    otherwise hide the version they return (the validator never sees it)."""
-    if error.deferrable and version is not None and version > ctx.version:
-        error.deferrable = False
-    return error
 
 
 # Plain ints: enum attribute lookups and comparisons cost in the validation hot path.
@@ -455,16 +443,6 @@ def _check_bias_scale(ctx: OperationContext) -> None:
         )
 
 
-def _check_rank_deferrable(ctx: OperationContext, i: int, rank: int) -> None:
-    """``check_rank(i, exact=rank)`` as a deferrable rejection (a rank only Android's
-    prepare() checks)."""
-    try:
-        ctx.check_rank(i, exact=rank)
-    except HalError as e:
-        e.deferrable = True
-        raise
-
-
 def _validate_common(
     ctx: OperationContext,
     params: Callable[[OperationContext], ConvParams],
@@ -483,19 +461,16 @@ def _validate_common(
     if strict_ranks:
         ctx.check_rank(0, exact=4)
         ctx.check_rank(1, exact=4)
-    version = _validate_quant(ctx, channel_dim)
+    version = ctx.require_version(_validate_quant(ctx, channel_dim))
     try:
         if not strict_ranks:
-            _check_rank_deferrable(ctx, 0, 4)
-            _check_rank_deferrable(ctx, 1, 4)
-        _check_rank_deferrable(ctx, 2, 1)
+            ctx.check_rank(0, exact=4, deferrable=True)
+            ctx.check_rank(1, exact=4, deferrable=True)
+        ctx.check_rank(2, exact=1, deferrable=True)
         _check_bias_scale(ctx)
         ctx.once(params)
     except Unknown:
         pass
-    except HalError as e:
-        strict_when_version_lacking(ctx, version, e)
-        raise
     return version
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from driver.hal.types import FusedActivation, HalError, HalVersion, OperationType
+from driver.hal.types import FusedActivation, HalVersion, OperationType
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
@@ -117,16 +117,6 @@ def reject_zero_sized(ctx: OperationContext, *inputs: int) -> None:
         s = ctx.shapes[i]
         if s is not None and 0 in s:
             raise ctx.invalid(f"input {i} is zero-sized {list(s)}; this operation needs elements")
-
-
-def check_rank_deferrable(ctx: OperationContext, i: int, **rule) -> None:
-    """``ctx.check_rank(i, **rule)`` (same rule, same message) as a deferrable rejection:
-    for a rank Android's validation does not check (its ``prepare()`` does)."""
-    try:
-        ctx.check_rank(i, **rule)
-    except HalError as e:
-        e.deferrable = True
-        raise
 
 
 def activation_code(ctx: OperationContext, i: int) -> int:
@@ -404,8 +394,8 @@ def _validate_binary(ctx: OperationContext) -> HalVersion | None:
                     deferrable=t != _T.TENSOR_QUANT8_ASYMM,  # validate checks unsigned only
                 )
     if not both_ranks_known:  # prepare() checks the ranks
-        check_rank_deferrable(ctx, 0, max_rank=4)
-        check_rank_deferrable(ctx, 1, max_rank=4)
+        ctx.check_rank(0, max_rank=4, deferrable=True)
+        ctx.check_rank(1, max_rank=4, deferrable=True)
     if t in QUANT8_ASYMM_TYPES and op != OperationType.MUL:
         m = 2.0 * max(s1, s2) / ((1 << 20) * so)
         if not m < 1.0:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from driver.hal.types import HalError, HalVersion, OperationType
+from driver.hal.types import HalVersion, OperationType
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
@@ -29,7 +29,6 @@ from driver.operations.conv import (
     check_activation,
     f32,
     requantize,
-    strict_when_version_lacking,
 )
 from driver.operations.quant import apply_activation_float
 
@@ -52,38 +51,33 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
         # Before HAL 1.2 the output scale had to exceed inputScale * weightsScale.
         if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
             version = V.V1_2
+    version = ctx.require_version(version)
     ranks = [ctx.known_rank(0), ctx.known_rank(1), ctx.known_rank(2)]
     all_known = None not in ranks
-    try:
-        r = ranks[0]
-        if r is not None and not 2 <= r <= 4:
+    r = ranks[0]
+    if r is not None and not 2 <= r <= 4:
+        raise ctx.invalid(f"input 0 must have rank 2..4, got rank {r}", deferrable=not all_known)
+    for i, want in ((1, 2), (2, 1)):
+        r = ranks[i]
+        if r is not None and r != want:
             raise ctx.invalid(
-                f"input 0 must have rank 2..4, got rank {r}", deferrable=not all_known
+                f"input {i} must have rank {want}, got rank {r}", deferrable=not all_known
             )
-        for i, want in ((1, 2), (2, 1)):
-            r = ranks[i]
-            if r is not None and r != want:
-                raise ctx.invalid(
-                    f"input {i} must have rank {want}, got rank {r}", deferrable=not all_known
-                )
-        if all_known:
-            _validate_shapes(ctx)
-        # An activation that is not a constant raises Unknown: it must not skip the scale
-        # rules below (and the HAL 1.2 requirement they set).
-        with contextlib.suppress(Unknown):
-            check_activation(ctx, 3)
-        if not quantized:
-            return None
-        bias_scale = f32(ctx.input_scale(2))
-        if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
-            raise ctx.invalid(
-                f"input 2 (bias) scale must equal input scale * weights scale = {product!r}, "
-                f"got {bias_scale!r}",
-                deferrable=True,
-            )
-    except HalError as e:
-        strict_when_version_lacking(ctx, version, e)
-        raise
+    if all_known:
+        _validate_shapes(ctx)
+    # An activation that is not a constant raises Unknown: it must not skip the scale
+    # rules below (and the HAL 1.2 requirement they set).
+    with contextlib.suppress(Unknown):
+        check_activation(ctx, 3)
+    if not quantized:
+        return None
+    bias_scale = f32(ctx.input_scale(2))
+    if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
+        raise ctx.invalid(
+            f"input 2 (bias) scale must equal input scale * weights scale = {product!r}, "
+            f"got {bias_scale!r}",
+            deferrable=True,
+        )
     return version
 
 

@@ -6,7 +6,6 @@ import numpy as np
 
 from driver.hal.types import HalError, HalVersion, OperationType
 from driver.operations.base import OperationContext, OperationDeclaration, Shape, Signature
-from driver.operations.elementwise import check_rank_deferrable
 from driver.operations.quant import INT32_MIN
 from driver.operations.shape import (
     F16,
@@ -58,7 +57,7 @@ def _check_rows(ctx: OperationContext, lookups: np.ndarray, rows: int, fail) -> 
 
 def _validate_embedding_lookup(ctx: OperationContext) -> HalVersion | None:
     _check_vector(ctx, 0, "lookups")
-    check_rank_deferrable(ctx, 1, min_rank=2, max_rank=2**31)
+    ctx.check_rank(1, min_rank=2, max_rank=2**31, deferrable=True)
     require_same_quant(ctx, 1, 0)
     with when_known:
         if is_constant(ctx, 0):  # Android: EmbeddingLookup::Eval fails, at execution
@@ -143,7 +142,7 @@ def hashtable_positions(keys: np.ndarray, lookups: np.ndarray) -> np.ndarray:
 def _validate_hashtable_lookup(ctx: OperationContext) -> HalVersion | None:
     _check_vector(ctx, 0, "lookups")
     _check_vector(ctx, 1, "keys")
-    check_rank_deferrable(ctx, 2, min_rank=1, max_rank=2**31)
+    ctx.check_rank(2, min_rank=1, max_rank=2**31, deferrable=True)
     require_same_quant(ctx, 2, 0)
     ctx.check(
         ctx.output_scale(1) == 1.0 and ctx.output_zero_point(1) == 0,

@@ -41,7 +41,7 @@ weights), merge_outputs against the output count, activation and clip values, an
 quantization conditions are checked in ``prepare()`` (``LSTMCell::Prepare`` /
 ``CheckInputTensorDimensions``, ``QuantizedLSTMCell::prepare``) or by the kernels, at
 execution. The HAL version a hook returns (parallel linking) is checked before them
-(:func:`version_first`).
+(``ctx.require_version``).
 """
 
 from __future__ import annotations
@@ -812,23 +812,10 @@ def parallel_linking_declared(ctx: OperationContext, aux_input: int, aux_weights
     return not ctx.is_omitted(aux_input) and all(ctx.is_omitted(i) for i in aux_weights)
 
 
-def version_first(ctx: OperationContext, need: HalVersion | None) -> HalVersion | None:
-    """The HAL version a hook returns, checked against the one being validated before the
-    hook's deferrable rejections: the validator checks a returned version only when the
-    hook returns, and a version rule is one Android's validation makes (same message as
-    the validator's)."""
-    if need is not None and need > ctx.version:
-        raise ctx.invalid(
-            f"this use of {OperationType(ctx.operation_type).name} needs HAL {need.label}; "
-            f"validating as HAL {HalVersion(ctx.version).label}"
-        )
-    return need
-
-
 def _validate_bi_lstm(ctx: OperationContext) -> HalVersion | None:
     aux_weights = (*BI_FW.aux_weights, *BI_BW.aux_weights)
     parallel = parallel_linking_declared(ctx, BI_AUX_INPUT, aux_weights)
-    need = version_first(ctx, V.V1_3 if parallel else None)
+    need = ctx.require_version(V.V1_3 if parallel else None)
     check_lstm_activation(ctx, 48)
     _check_clips(ctx, 49, 50)
     # Shape inference and the kernel check again with what the run gives.

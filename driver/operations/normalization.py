@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from driver.hal.types import HalError, HalVersion, OperationType
+from driver.hal.types import HalVersion, OperationType
 from driver.operations.base import (
     OperationContext,
     OperationDeclaration,
@@ -32,7 +32,7 @@ from driver.operations.base import (
     dtype_of,
 )
 from driver.operations.base import T as _T
-from driver.operations.conv import QUANT8, from_nhwc, strict_when_version_lacking, to_nhwc
+from driver.operations.conv import QUANT8, from_nhwc, to_nhwc
 from driver.operations.quant import (
     count_leading_zeros32,
     exp_on_negative_values,
@@ -136,26 +136,23 @@ def _validate_softmax(ctx: OperationContext) -> HalVersion | None:
     version = None
     if ctx.num_inputs == 2 and r and r not in (2, 4):
         version = V.V1_2  # HAL 1.0/1.1 softmax takes 2-D or 4-D inputs only
-    try:
-        _check_not_scalar(ctx, r)
-        t = ctx.input_type(0)
-        if t in QUANT8:
-            zp = 0 if t == _T.TENSOR_QUANT8_ASYMM else -128
-            ctx.check(
-                np.float32(ctx.output_scale(0)) == np.float32(1.0 / 256)
-                and ctx.output_zero_point(0) == zp,
-                f"output 0 must have scale 1/256 and zero point {zp}, got "
-                f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
-                deferrable=True,
-            )
-        with contextlib.suppress(Unknown):
-            ctx.once(_softmax_params)
-        with contextlib.suppress(Unknown):
-            if r is not None:
-                _axis(ctx, 2, r)
-    except HalError as e:
-        strict_when_version_lacking(ctx, version, e)
-        raise
+    version = ctx.require_version(version)
+    _check_not_scalar(ctx, r)
+    t = ctx.input_type(0)
+    if t in QUANT8:
+        zp = 0 if t == _T.TENSOR_QUANT8_ASYMM else -128
+        ctx.check(
+            np.float32(ctx.output_scale(0)) == np.float32(1.0 / 256)
+            and ctx.output_zero_point(0) == zp,
+            f"output 0 must have scale 1/256 and zero point {zp}, got "
+            f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
+            deferrable=True,
+        )
+    with contextlib.suppress(Unknown):
+        ctx.once(_softmax_params)
+    with contextlib.suppress(Unknown):
+        if r is not None:
+            _axis(ctx, 2, r)
     return version
 
 
@@ -291,24 +288,21 @@ def _validate_l2(ctx: OperationContext) -> HalVersion | None:
     version = None
     if ctx.num_inputs == 1 and r != 4:
         version = V.V1_2  # HAL 1.0/1.1: 4-D only
-    try:
-        _check_not_scalar(ctx, r)
-        t = ctx.input_type(0)
-        if t in QUANT8:
-            zp = 128 if t == _T.TENSOR_QUANT8_ASYMM else 0
-            ctx.check(
-                np.float32(ctx.output_scale(0)) == np.float32(1.0 / 128)
-                and ctx.output_zero_point(0) == zp,
-                f"output 0 must have scale 1/128 and zero point {zp}, got "
-                f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
-                deferrable=True,
-            )
-        with contextlib.suppress(Unknown):
-            if r is not None:
-                _axis(ctx, 1, r)
-    except HalError as e:
-        strict_when_version_lacking(ctx, version, e)
-        raise
+    version = ctx.require_version(version)
+    _check_not_scalar(ctx, r)
+    t = ctx.input_type(0)
+    if t in QUANT8:
+        zp = 128 if t == _T.TENSOR_QUANT8_ASYMM else 0
+        ctx.check(
+            np.float32(ctx.output_scale(0)) == np.float32(1.0 / 128)
+            and ctx.output_zero_point(0) == zp,
+            f"output 0 must have scale 1/128 and zero point {zp}, got "
+            f"({ctx.output_scale(0)}, {ctx.output_zero_point(0)})",
+            deferrable=True,
+        )
+    with contextlib.suppress(Unknown):
+        if r is not None:
+            _axis(ctx, 1, r)
     return version
 
 
@@ -371,17 +365,14 @@ def _validate_lrn(ctx: OperationContext) -> HalVersion | None:
     version = None
     if ctx.num_inputs == 5 and r != 4:
         version = V.V1_2
-    try:
-        _check_not_scalar(ctx, r)
-        with contextlib.suppress(Unknown):
-            radius = ctx.scalar(1)
-            ctx.check(radius >= 0, f"input 1 (radius) must be >= 0, got {radius}", deferrable=True)
-        with contextlib.suppress(Unknown):
-            if r is not None:
-                _axis(ctx, 5, r)
-    except HalError as e:
-        strict_when_version_lacking(ctx, version, e)
-        raise
+    version = ctx.require_version(version)
+    _check_not_scalar(ctx, r)
+    with contextlib.suppress(Unknown):
+        radius = ctx.scalar(1)
+        ctx.check(radius >= 0, f"input 1 (radius) must be >= 0, got {radius}", deferrable=True)
+    with contextlib.suppress(Unknown):
+        if r is not None:
+            _axis(ctx, 5, r)
     return version
 
 

@@ -28,7 +28,6 @@ from driver.operations.base import (
     Signature,
 )
 from driver.operations.base import T as _T
-from driver.operations.elementwise import check_rank_deferrable
 
 V = HalVersion
 
@@ -407,8 +406,8 @@ def philox_doubles(seed: int, seed2: int, count: int, start: int = 0) -> np.ndar
 def _validate_multinomial(ctx: OperationContext) -> HalVersion | None:
     # Android 11's validateOperation checks counts, types and the version only; the ranks
     # and the sample count are Multinomial::Prepare's, at execution: deferrable.
-    check_rank_deferrable(ctx, 0, exact=2)
-    check_rank_deferrable(ctx, 2, exact=1)
+    ctx.check_rank(0, exact=2, deferrable=True)
+    ctx.check_rank(2, exact=1, deferrable=True)
     samples = ctx.scalar(1)
     # Zero samples is valid: Android's Multinomial::Prepare takes any count (output
     # [batches, 0]) and the doc sets no minimum. A negative count becomes a huge uint32

@@ -57,7 +57,6 @@ from driver.operations.lstm import (
     relu6,
     require_inputs,
     to_time_major,
-    version_first,
 )
 
 V = HalVersion
@@ -343,7 +342,7 @@ def _validate_bi_rnn(ctx: OperationContext) -> HalVersion | None:
     # Parallel linking is documented "since API level 30" (HAL 1.3); checked before the
     # deferrable rejections below.
     parallel = parallel_linking_declared(ctx, _AUX_INPUT, (_FW_AUX, _BW_AUX))
-    need = version_first(ctx, V.V1_3 if parallel else None)
+    need = ctx.require_version(V.V1_3 if parallel else None)
     check_fuse_code(ctx, 12)
     # Shape inference and the kernel check again with what the run gives.
     with contextlib.suppress(Unknown):

@@ -1012,8 +1012,8 @@ _BAD_CHANNEL_DIM = SymmPerChannelQuantParams(3, (0.5,))
         # The bias scale (GetQuantizedConvolutionMultipler, at execution)...
         (_conv_model(quant=(_Q, None, 0.3, 1.0)), V13, True, "bias\\) scale"),
         # ...unless the model's HAL version lacks the relaxed output scale rule it
-        # relies on: Android's validateHalVersion rejects that model.
-        (_conv_model(quant=(_Q, None, 0.3, 0.1)), V10, False, "bias\\) scale"),
+        # relies on: Android's validateHalVersion rejects that model, and says so.
+        (_conv_model(quant=(_Q, None, 0.3, 0.1)), V10, False, "CONV_2D needs HAL 1.2"),
         # Android's Conv2D/DepthwiseConv2D validate: input and filter ranks, channelDim.
         (_conv_model(x_shape=(3, 3, 1)), V13, False, "input 0 must have rank 4"),
         (_conv_model(f_shape=(2, 2, 1)), V13, False, "input 1 must have rank 4"),

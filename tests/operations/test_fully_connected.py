@@ -302,7 +302,7 @@ def _fc_model(x=(1, 2), w=(2, 2), b=(2,), act=0, x_dims=None, b_dims=None, quant
         # The bias scale: checked by the kernel, unless the model's HAL version lacks the
         # relaxed output scale rule it relies on (validateHalVersion rejects that).
         (_fc_model(quant=(0.5, 2.0)), V13, True, "bias\\) scale"),
-        (_fc_model(quant=(0.5, 1.0)), V10, False, "bias\\) scale"),
+        (_fc_model(quant=(0.5, 1.0)), V10, False, "FULLY_CONNECTED needs HAL 1.2"),
     ],
 )
 def test_rejections_android_validation_leaves_to_execution(model, version, deferrable, match):

@@ -426,8 +426,8 @@ V10, V13 = HalVersion.V1_0, HalVersion.V1_3
         # The fixed output quantization (the kernel)...
         (_norm_model(O.SOFTMAX, (2, 3), (_f(1.0),), Q8, (0.5, 0)), V10, True, "scale 1/256"),
         # ...unless the model's HAL version lacks the rank the operation uses
-        # (validateHalVersion rejects that model).
-        (_norm_model(O.SOFTMAX, (1, 2, 3), (_f(1.0),), Q8, (0.5, 0)), V10, False, "scale 1/256"),
+        # (validateHalVersion rejects that model, and says so).
+        (_norm_model(O.SOFTMAX, (1, 2, 3), (_f(1.0),), Q8, (0.5, 0)), V10, False, "needs HAL 1.2"),
         # Android's validate: the rank limit when the rank is known.
         (_norm_model(O.SOFTMAX, (1, 1, 1, 2, 3), (_f(1.0),)), V13, False, "rank <= 4"),
         (_norm_model(O.L2_NORMALIZATION, (1, 1, 1, 2, 3)), V13, False, "rank <= 4"),
