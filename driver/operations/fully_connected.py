@@ -83,15 +83,23 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
 
 def _validate_shapes(ctx: OperationContext) -> None:
     """The part of ``validateShapes`` (strict: every rank is known and right) that
-    :func:`_infer` checks in the same order with the same messages, when the shapes it
-    needs are fully known: the bias length, and the element count when it gives a
-    non-zero batch size (Android skips the check otherwise)."""
+    :func:`_infer` checks too, when the shapes it needs are known: the bias length, and
+    the element count when it gives a non-zero batch size (Android skips it otherwise)."""
     weights = ctx.shapes[1]
     if weights is None:
         return
     num_units, input_size = weights
     if num_units <= 0 or input_size <= 0:
         return  # _infer's "must be non-empty" (deferrable) comes first
+    _check_sizes(ctx, num_units, input_size, zero_batch_allowed=True)
+
+
+def _check_sizes(
+    ctx: OperationContext, num_units: int, input_size: int, *, zero_batch_allowed: bool
+) -> None:
+    """The bias length against num_units and the input's element count against
+    input_size, each once its own shapes are known (Android's validate rejects a bias
+    that does not match the weights even when the input's batch size is unknown)."""
     bias = ctx.shapes[2]
     if bias is not None and bias[0] != num_units:
         raise ctx.invalid(
@@ -100,8 +108,8 @@ def _validate_shapes(ctx: OperationContext) -> None:
     shape = ctx.shapes[0]
     if shape is None:
         return
-    elements = math.prod(shape)
-    if elements // input_size != 0 and elements % input_size != 0:
+    elements = math.prod(shape)  # Python ints: no int64 wrap, no numpy call cost
+    if elements % input_size != 0 and not (zero_batch_allowed and elements < input_size):
         raise ctx.invalid(
             f"input 0 has {elements} elements (shape {list(shape)}), not a multiple of "
             f"the weights' input size {input_size}"
@@ -115,20 +123,8 @@ def _infer(ctx: OperationContext) -> list[Shape]:
     num_units, input_size = ctx.shape(1)
     if num_units <= 0 or input_size <= 0:
         raise ctx.invalid(f"input 1 (weights) must be non-empty, got shape {list(ctx.shape(1))}")
-    # Each relation is checked once its own shapes are known: Android's validate
-    # (validateShapes) rejects a bias that does not match the weights even when the
-    # input's batch size is unknown.
-    bias = ctx.shapes[2]
-    if bias is not None and bias[0] != num_units:
-        raise ctx.invalid(
-            f"input 2 (bias) has {bias[0]} elements, the weights have {num_units} units"
-        )
-    elements = math.prod(ctx.shape(0))  # Python ints: no int64 wrap, no numpy call cost
-    if elements % input_size != 0:
-        raise ctx.invalid(
-            f"input 0 has {elements} elements (shape {list(ctx.shape(0))}), not a multiple of "
-            f"the weights' input size {input_size}"
-        )
+    _check_sizes(ctx, num_units, input_size, zero_batch_allowed=False)
+    elements = math.prod(ctx.shape(0))
     ctx.shape(2)  # an unknown bias shape: the output shape waits for it (run time)
     return [(elements // input_size, num_units)]
 
