@@ -11,6 +11,7 @@ quantized types); use :func:`driver.operations.quant.quantize` to make them from
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from driver.builder import ModelBuilder
 from driver.executor import Executor
-from driver.hal.types import HalVersion, Model, SymmPerChannelQuantParams
+from driver.hal.types import ErrorStatus, HalError, HalVersion, Model, SymmPerChannelQuantParams
 from driver.operations.base import storage_dtype
 
 
@@ -188,3 +189,21 @@ def assert_example(ex: OpExample) -> None:
         else:
             diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
             assert (diff <= ex.atol).all(), f"{ex.name} output {k}: got {got}, want {want}"
+
+
+def assert_rejected(
+    model: Model, *, deferrable: bool, match: str, version: HalVersion = HalVersion.V1_3
+) -> HalError:
+    """Validation rejects ``model`` (as HAL ``version``) with INVALID_ARGUMENT, a message
+    matching the regular expression ``match``, and says whether Android 11's validation
+    makes that rejection too (``deferrable`` False) or leaves it to execution (True)."""
+    from driver.validation import validate_model
+
+    try:
+        validate_model(model, version)
+    except HalError as e:
+        assert e.status == ErrorStatus.INVALID_ARGUMENT, e
+        assert re.search(match, e.message), e.message
+        assert e.deferrable is deferrable, f"deferrable is {e.deferrable}: {e.message}"
+        return e
+    raise AssertionError(f"validation accepted the model (expected a rejection: {match!r})")

@@ -41,6 +41,7 @@ from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.memory import BytesHandle, SharedMemory, allocate_shared_memory
 from driver.operations import family_of
+from driver.testing import assert_rejected
 from driver.validation import (
     MAX_OPERAND_BYTES,
     combine_dimensions,
@@ -1696,8 +1697,4 @@ def _add_chain(first_out=(2,), second_in=(2,), second_type=F32, pool_out_scale=N
     ids=["shape", "broadcast", "pool-quant", "types", "rank", "strict-wins"],
 )
 def test_rejections_say_whether_android_validation_makes_them(model, deferrable, match):
-    with pytest.raises(HalError) as info:
-        validate_model(model)
-    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
-    assert info.value.deferrable is deferrable, info.value.message
-    assert re.search(match, info.value.message), info.value.message
+    assert_rejected(model, deferrable=deferrable, match=match)

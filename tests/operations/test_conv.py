@@ -5,7 +5,6 @@ against an independent scalar implementation, and the cross-type properties."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -17,8 +16,7 @@ from driver.hal.types import ErrorStatus, HalError, HalVersion, SymmPerChannelQu
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations.conv import explicit_padding, explicit_padding_transpose, out_size
-from driver.testing import output, run_op, scalar, single_op_model, tensor
-from driver.validation import validate_model
+from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
 
 RELAXED_TOL = 5 * 2.0**-10
 
@@ -507,14 +505,19 @@ def test_grouped_conv_by_hand():
     np.testing.assert_array_equal(y.reshape(4), [3, -1, 6, 12])
 
 
-def test_transpose_conv_by_hand():
+def _transpose_conv_1x2_inputs() -> list:
+    """Input [1, 2] (1x1x2x1), filter [1, 10, 100] (1x1x3x1), bias 0."""
     x = np.array([1, 2], dtype=np.float32).reshape(1, 1, 2, 1)
     f = np.array([1, 10, 100], dtype=np.float32).reshape(1, 1, 3, 1)
-    ins = [
+    return [
         tensor(T.TENSOR_FLOAT32, x),
         tensor(T.TENSOR_FLOAT32, f, const=True),
         tensor(T.TENSOR_FLOAT32, [0.0], const=True),
     ]
+
+
+def test_transpose_conv_by_hand():
+    ins = _transpose_conv_1x2_inputs()
     params = [I(0), I(0), I(0), I(0), I(2), I(1), I(0), scalar(T.BOOL, False)]
     (y,) = run_op(O.TRANSPOSE_CONV_2D, ins + params, [output(T.TENSOR_FLOAT32, (1, 1, 5, 1))])
     # 1 scatters (1, 10, 100) at 0; 2 scatters (2, 20, 200) at 2
@@ -586,13 +589,7 @@ def test_transpose_conv_same_negative_tail_keeps_the_requested_shape():
 def test_transpose_conv_explicit_padding_tail_may_be_negative(pads, out_w, valid):
     # TransposeConv2dParam::initialize checks only paddingLeft/paddingTop >= 0 (its
     # comment: the tail may be negative); CONV_2D's explicit pads are all >= 0.
-    x = np.array([1, 2], dtype=np.float32).reshape(1, 1, 2, 1)
-    f = np.array([1, 10, 100], dtype=np.float32).reshape(1, 1, 3, 1)
-    ins = [
-        tensor(T.TENSOR_FLOAT32, x),
-        tensor(T.TENSOR_FLOAT32, f, const=True),
-        tensor(T.TENSOR_FLOAT32, [0.0], const=True),
-    ]
+    ins = _transpose_conv_1x2_inputs()
     left, right, top, bottom = pads
     out_h = 1 - top - bottom
     params = [I(left), I(right), I(top), I(bottom), I(2), I(1), I(0), scalar(T.BOOL, False)]
@@ -1028,8 +1025,4 @@ _BAD_CHANNEL_DIM = SymmPerChannelQuantParams(3, (0.5,))
     ],
 )
 def test_rejections_android_validation_leaves_to_execution(model, version, deferrable, match):
-    with pytest.raises(HalError) as info:
-        validate_model(model, version)
-    assert info.value.status == ErrorStatus.INVALID_ARGUMENT
-    assert info.value.deferrable is deferrable, info.value.message
-    assert re.search(match, info.value.message), info.value.message
+    assert_rejected(model, deferrable=deferrable, match=match, version=version)
