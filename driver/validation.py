@@ -644,7 +644,7 @@ def _check_subgraph(
                     f"{name}, operand {idx}: a tensor of unknown rank needs HAL 1.2; "
                     f"validating as HAL {version.label}"
                 )
-            operand_need = _V12
+            operand_need = max(operand_need, _V12)  # not below its type's version
 
         # Scale and zero point.
         scale = o.scale
