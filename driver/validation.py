@@ -43,14 +43,15 @@ Where this is stricter than Android 11 (documented choices):
 - A pool's declared size must be mappable through its handle (checked for the memory
   names the reference maps).
 
-Deferrable rejections (``HalError.deferrable``): Android 11's validation does not compute
-output shapes (its operations do in ``prepare()``, at execution), nor check the
-quantization conditions its kernels check. Such a rejection (anything ``infer_shapes``
-raises here, a declared output shape the inputs contradict, a hook's
-``ctx.invalid(..., deferrable=True)``) is kept while the remaining operations and subgraphs
-are checked, and raised only if no other rule fails, so a model with both kinds of
-problem reports the one Android's validation makes. (A hook that raises a deferrable
-rejection stops there: its later checks of that operation are not reached.)
+Deferrable rejections (``HalError.deferrable``): Android 11's validation checks operand
+counts, types, HAL versions and some ranks; output shapes, parameter values and
+quantization conditions are checked by each operation's ``prepare()`` or kernel, at
+execution. Such a rejection (anything ``infer_shapes`` raises here, a declared output
+shape the inputs contradict, a hook's ``ctx.invalid(..., deferrable=True)``) is kept while
+the remaining operations and subgraphs are checked, and raised only if no other rule
+fails, so a model with both kinds of problem reports the one Android's validation makes.
+A hook runs its strict checks first and checks the HAL version it needs before its
+deferrable ones (``ctx.require_version``): a deferrable rejection ends the hook.
 
 An exception other than :class:`HalError` raised inside an operation's ``validate`` or
 ``infer_shapes`` hook is a bug in that hook: it is reported as GENERAL_FAILURE (the

@@ -245,11 +245,12 @@ class HalError(Exception):
     """A HAL status other than NONE, raised inside the driver and turned into a returned
     status at the public entry points. The message names what was wrong and where.
 
-    ``deferrable`` marks a model rejection that Android 11's own validation does not make:
-    its ``validate`` functions accept the model and the execution fails instead (output
-    shapes computed in ``prepare()`` at run time, quantization conditions its kernels
-    check). The reference rejects such a model up front; another driver may answer
-    INVALID_ARGUMENT too, or accept the model and fail when it runs."""
+    ``deferrable`` marks a model rejection that Android 11's own validation does not make.
+    Its validation checks operand counts, types, HAL versions and some ranks; parameter
+    values, shapes and quantization conditions are checked by each operation's
+    ``prepare()`` or kernel, when the model executes. The reference rejects such a model
+    up front; another driver may answer INVALID_ARGUMENT too, or accept the model and fail
+    when it runs."""
 
     def __init__(self, status: ErrorStatus, message: str = "", *, deferrable: bool = False):
         super().__init__(f"{status.name}: {message}" if message else status.name)

@@ -18,9 +18,9 @@ beyond "no exception" (each a :class:`~fuzz.harness.ContractViolation`):
 - with a driver other than the reference (``NNFUZZ_DRIVER``) every decoded model goes to
   the device too, and an invalid one must get INVALID_ARGUMENT from both calls, unless
   the reference's reason is one Android's own validation defers to execution
-  (``HalError.deferrable``: a declared output shape the inputs contradict, a quantization
-  condition its kernels check): then the device may also accept the model, or fail to
-  prepare it.
+  (``HalError.deferrable``: an output shape, a parameter value or a quantization
+  condition that Android checks in an operation's ``prepare()``): then the device may
+  also accept the model, or fail to prepare it.
 """
 
 from __future__ import annotations
