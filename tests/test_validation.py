@@ -238,7 +238,11 @@ VALID: list[tuple[str, Callable[[], Model], HalVersion]] = [
     ("OEM byte tensor", lambda: oem(T.TENSOR_OEM_BYTE, (4,), scale=3.0, zero_point=9), V.V1_0),
     ("OEM scalar", lambda: oem(T.OEM, ()), V.V1_0),
     # Unknown rank (1.2) does not lower a newer type's version (a fuzz finding: 1.2).
-    ("signed quant8 of unknown rank", lambda: oem(T.TENSOR_QUANT8_ASYMM_SIGNED, (), scale=0.5), V.V1_3),
+    (
+        "signed quant8 of unknown rank",
+        lambda: oem(T.TENSOR_QUANT8_ASYMM_SIGNED, (), scale=0.5),
+        V.V1_3,
+    ),
     ("omitted operand", lambda: oem(F32, omitted=True), V.V1_0),
     ("per-channel constant", per_channel, V.V1_2),
     ("extension operand and operation", extension_model, V.V1_2),
