@@ -920,6 +920,22 @@ def test_cli_reports_invalid_models_with_their_status(tmp_path, capsys):
     assert rc == 3, out  # 4 would mean validation raised instead of returning a status
     assert "validation (HAL 1.2): status INVALID_ARGUMENT" in out
     assert "operand 5" in out
+    assert "deferrable" not in out  # Android's validation checks operand indexes too
+
+
+def test_cli_says_when_android_would_leave_the_rejection_to_execution(tmp_path, capsys):
+    name, model, feeds = EXAMPLES[0]
+    out_index = model.main.output_indexes[0]
+    out = model.main.operands[out_index]
+    wrong = dataclasses.replace(out, dimensions=tuple(d + 1 for d in out.dimensions))
+    operands = tuple(wrong if k == out_index else o for k, o in enumerate(model.main.operands))
+    bad = dataclasses.replace(model, main=dataclasses.replace(model.main, operands=operands))
+    path = tmp_path / "shape.nnw"
+    path.write_bytes(wire.encode_model(bad).data)
+    assert _cli(str(path), "--validate") == 3
+    text = capsys.readouterr().out
+    assert "is declared" in text and "but the inputs give" in text
+    assert "deferrable: Android's own validation leaves this rule to execution" in text
 
 
 def test_cli_prints_the_decode_error_and_offset(tmp_path, capsys):

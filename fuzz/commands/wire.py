@@ -218,6 +218,11 @@ def _validate(obj: object, args: argparse.Namespace, fixture: Model | None = Non
     except HalError as e:
         print(f"validation (HAL {version.label}): status {e.status.name}")
         print(f"message: {e.message}")
+        if e.deferrable:
+            print(
+                "deferrable: Android's own validation leaves this rule to execution; "
+                "a driver may also accept the model and fail when it runs"
+            )
         return EXIT_INVALID
     except Exception:
         print(f"validation (HAL {version.label}) raised instead of returning a status (a bug):")
