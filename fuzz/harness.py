@@ -74,10 +74,16 @@ class ContractViolation(AssertionError):
 
 
 def check_status(
-    status: object, allowed: Iterable[ErrorStatus], what: str, dev: object = None
+    status: object,
+    allowed: Iterable[ErrorStatus],
+    what: str,
+    dev: object = None,
+    reference_error: HalError | None = None,
 ) -> ErrorStatus:
     """``status`` as an :class:`ErrorStatus`, or :class:`ContractViolation` if it is not
-    one of ``allowed`` (naming the device's message for it, when it keeps one)."""
+    one of ``allowed`` (naming the device's message for it, when it keeps one, and the
+    reference's reason, ``reference_error``, when it rejected the input: the rule the
+    driver missed)."""
     if not isinstance(status, ErrorStatus):
         raise ContractViolation(f"{what} returned {status!r}, not an ErrorStatus")
     if status not in allowed:
@@ -86,6 +92,7 @@ def check_status(
         raise ContractViolation(
             f"{what} returned {status.name}; allowed here: {names}"
             + (f" (the driver said: {said})" if said else "")
+            + (f" (the reference rejects it: {reference_error.message})" if reference_error else "")
         )
     return status
 

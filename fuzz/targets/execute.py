@@ -242,7 +242,7 @@ def run(source: ChoiceSource) -> None:
         if e.deferrable and not harness.is_reference(dev):
             # Android's validation accepts this model and its execution fails instead.
             allowed |= {ErrorStatus.NONE, ErrorStatus.GENERAL_FAILURE}
-        check_status(status, allowed, "prepare_model(invalid model)", dev)
+        check_status(status, allowed, "prepare_model(invalid model)", dev, e)
         if prepared is not None:
             result = prepared.execute_synchronously(request, 0, None, loop_timeout)
             check_execution(

@@ -70,7 +70,7 @@ def test_one_input(data: bytes) -> None:
     except HalError as e:
         harness.rejected(e)
         if not harness.is_reference(dev):
-            _check_device_rejects(dev, model, e.deferrable)
+            _check_device_rejects(dev, model, e)
         return
     if zlib.crc32(data) % MINIMUM_VERSION_SHARE == 0:
         _check_minimum_version(model, need, version)
@@ -145,16 +145,16 @@ def _check_minimum_version(model, need: HalVersion, validated_as: HalVersion) ->
             )
 
 
-def _check_device_rejects(dev, model, deferrable: bool) -> None:
+def _check_device_rejects(dev, model, rejected: HalError) -> None:
     """The device's answers to a model the reference rejects: INVALID_ARGUMENT, or (for
     a deferrable reason) whatever Android's validation-then-execute driver may say."""
     query = prepare = _INVALID
-    if deferrable:
+    if rejected.deferrable:
         query, prepare = _INVALID | _NONE, _INVALID | _NONE | _CANNOT_PREPARE
     status, _ = dev.get_supported_operations(model)
-    check_status(status, query, "get_supported_operations(invalid model)", dev)
+    check_status(status, query, "get_supported_operations(invalid model)", dev, rejected)
     status, prepared = dev.prepare_model(model)
-    check_status(status, prepare, "prepare_model(invalid model)", dev)
+    check_status(status, prepare, "prepare_model(invalid model)", dev, rejected)
     if (prepared is None) != (status != ErrorStatus.NONE):
         raise ContractViolation(f"prepare_model returned {status.name} with {prepared!r}")
 
