@@ -459,12 +459,11 @@ def _validate_model(model: Model, version: HalVersion, per_op: list | None) -> H
         _check_no_cycles(model)
 
     deferred: HalError | None = None  # raised once every subgraph is checked
-    for k in (None, *range(len(referenced))):
+    main_and_referenced = [(None, per_op, operand_needs)]
+    main_and_referenced += [(k, None, None) for k in range(len(referenced))]
+    for k, op_versions, needs in main_and_referenced:
         try:
-            if k is None:
-                need = max(need, _check_operations(model, None, version, per_op, operand_needs))
-            else:
-                need = max(need, _check_operations(model, k, version, None, None))
+            need = max(need, _check_operations(model, k, version, op_versions, needs))
         except HalError as e:
             if not e.deferrable:
                 raise
