@@ -68,14 +68,12 @@ def _axis(ctx: OperationContext, i: int | None, rank: int) -> int:
     return axis % rank
 
 
-def _check_max_rank(ctx: OperationContext, max_rank: int | None = 4) -> int | None:
-    """Input 0's known rank, at most ``max_rank`` (strict: the ``hasKnownRank`` /
-    ``inputRank != 0`` checks of Android 11's Softmax, L2Normalization and
-    LocalResponseNormalization ``validate``)."""
-    r = ctx.known_rank(0)
-    if r is not None and max_rank is not None and r > max_rank:
-        raise ctx.invalid(f"input 0 must have rank <= {max_rank}, got rank {r}")
-    return r
+def _check_max_rank(ctx: OperationContext) -> int | None:
+    """Input 0's known rank, at most 4 (strict: the ``hasKnownRank`` / ``inputRank != 0``
+    checks of Android 11's Softmax, L2Normalization and LocalResponseNormalization
+    ``validate``)."""
+    ctx.check_rank(0)
+    return ctx.known_rank(0)
 
 
 def _check_not_scalar(ctx: OperationContext, r: int | None) -> None:
@@ -240,7 +238,7 @@ SOFTMAX = OperationDeclaration(
 
 def _validate_log_softmax(ctx: OperationContext) -> HalVersion | None:
     # LogSoftmax.cpp validate checks types and the version only.
-    r = _check_max_rank(ctx, max_rank=None)
+    r = ctx.known_rank(0)
     _check_not_scalar(ctx, r)
     with contextlib.suppress(Unknown):
         if r is not None:

@@ -426,11 +426,11 @@ V10, V13 = HalVersion.V1_0, HalVersion.V1_3
         # (validateHalVersion rejects that model, and says so).
         (_norm_model(O.SOFTMAX, (1, 2, 3), (_f(1.0),), Q8, (0.5, 0)), V10, False, "needs HAL 1.2"),
         # Android's validate: the rank limit when the rank is known.
-        (_norm_model(O.SOFTMAX, (1, 1, 1, 2, 3), (_f(1.0),)), V13, False, "rank <= 4"),
-        (_norm_model(O.L2_NORMALIZATION, (1, 1, 1, 2, 3)), V13, False, "rank <= 4"),
+        (_norm_model(O.SOFTMAX, (1, 1, 1, 2, 3), (_f(1.0),)), V13, False, "rank 0..4"),
+        (_norm_model(O.L2_NORMALIZATION, (1, 1, 1, 2, 3)), V13, False, "rank 0..4"),
         (_norm_model(O.LOCAL_RESPONSE_NORMALIZATION, (1, 1, 1, 2, 3), _LRN), V13, False, "rank"),
         # A strict rule wins over a deferrable one.
-        (_norm_model(O.L2_NORMALIZATION, (1, 1, 1, 2, 3), (_i(9),)), V13, False, "rank <= 4"),
+        (_norm_model(O.L2_NORMALIZATION, (1, 1, 1, 2, 3), (_i(9),)), V13, False, "rank 0..4"),
     ],
 )
 def test_rejections_android_validation_leaves_to_execution(model, version, deferrable, match):
