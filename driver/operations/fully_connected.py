@@ -52,17 +52,10 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
         if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
             version = V.V1_2
     version = ctx.require_version(version)
-    ranks = [ctx.known_rank(0), ctx.known_rank(1), ctx.known_rank(2)]
-    all_known = None not in ranks
-    r = ranks[0]
-    if r is not None and not 2 <= r <= 4:
-        raise ctx.invalid(f"input 0 must have rank 2..4, got rank {r}", deferrable=not all_known)
-    for i, want in ((1, 2), (2, 1)):
-        r = ranks[i]
-        if r is not None and r != want:
-            raise ctx.invalid(
-                f"input {i} must have rank {want}, got rank {r}", deferrable=not all_known
-            )
+    all_known = None not in (ctx.known_rank(0), ctx.known_rank(1), ctx.known_rank(2))
+    ctx.check_rank(0, min_rank=2, max_rank=4, deferrable=not all_known)
+    ctx.check_rank(1, exact=2, deferrable=not all_known)
+    ctx.check_rank(2, exact=1, deferrable=not all_known)
     if all_known:
         _validate_shapes(ctx)
     # An activation that is not a constant raises Unknown: it must not skip the scale

@@ -420,9 +420,7 @@ LOCAL_RESPONSE_NORMALIZATION = OperationDeclaration(
 def _validate_instance(ctx: OperationContext) -> HalVersion | None:
     # Deferrable: InstanceNormalization.cpp validate checks types and the version only;
     # prepare() checks the rank.
-    r = ctx.known_rank(0)
-    if r is not None:
-        ctx.check(r == 4, f"input 0 must have rank 4, got rank {r}", deferrable=True)
+    ctx.check_rank(0, exact=4, deferrable=True)
     return None
 
 
