@@ -47,7 +47,8 @@ Deferrable rejections (``HalError.deferrable``): Android 11's validation checks 
 counts, types, HAL versions and some ranks; output shapes, parameter values and
 quantization conditions are checked by each operation's ``prepare()`` or kernel, at
 execution. Such a rejection (anything ``infer_shapes`` raises here, a declared output
-shape the inputs contradict, a hook's ``ctx.invalid(..., deferrable=True)``) is kept while
+shape the inputs contradict, an omitted operand where a value is required
+(:class:`OmittedRequiredInput`), a hook's ``ctx.invalid(..., deferrable=True)``) is kept while
 the remaining operations and subgraphs are checked, and raised only if no other rule
 fails, so a model with both kinds of problem reports the one Android's validation makes.
 A hook runs its strict checks first and checks the HAL version it needs before its
@@ -1160,7 +1161,16 @@ def _check_operations(
             in_ops = [operands[i] for i in inputs]
             out_ops = [operands[i] for i in op.outputs]
             if not decl.custom_signature_check:
-                required = match_signature(decl, in_ops, out_ops, where)
+                try:
+                    required = match_signature(decl, in_ops, out_ops, where)
+                except OmittedRequiredInput as e:
+                    if e.version > version:
+                        raise _invalid(
+                            f"{where}: this use of {_op_name(t)} needs HAL "
+                            f"{e.version.label}; validating as HAL {version.label}"
+                        ) from None
+                    deferred = deferred or e
+                    continue  # the hooks rely on every required input being there
             ctx = make_context(
                 t,
                 in_ops,
@@ -1292,6 +1302,8 @@ def match_signature(decl, in_ops, out_ops, where: str) -> HalVersion:
             cache.clear()  # bounded: fuzzing makes endless type combinations
         cache[key] = best
     if best is None:
+        if omitted:
+            _check_omissions(decl, in_types, out_types, omitted, where)
         given_in = ", ".join(_type_name(t) for t in in_types)
         given_out = ", ".join(_type_name(t) for t in out_types)
         extra = f"; omitted inputs {list(omitted)}" if omitted else ""
@@ -1300,6 +1312,37 @@ def match_signature(decl, in_ops, out_ops, where: str) -> HalVersion:
             f"outputs ({given_out}){extra}"
         )
     return best
+
+
+class OmittedRequiredInput(HalError):
+    """A NO_VALUE operand where the operation requires a value, in a model whose operand
+    types match a signature of HAL ``version``: deferrable, as Android 11's validation
+    checks the types only and its executor fails the omission when the model runs."""
+
+    def __init__(self, message: str, version: HalVersion):
+        super().__init__(ErrorStatus.INVALID_ARGUMENT, message, deferrable=True)
+        self.version = version
+
+
+def _check_omissions(decl, in_types, out_types, omitted, where: str) -> None:
+    """Raise :class:`OmittedRequiredInput` if the operand types match a signature, which
+    then requires a value at some omitted position (else it would have matched)."""
+    matching = [
+        sig
+        for sig in decl.signatures
+        if sig.expand_inputs(len(in_types)) == in_types
+        and sig.expand_outputs(len(out_types)) == out_types
+    ]
+    if not matching:
+        return
+    sig = min(matching, key=lambda m: m.version)
+    optional = sig.optional_positions(len(in_types))
+    required = [k for k in omitted if k not in optional]
+    raise OmittedRequiredInput(
+        f"{where}: {decl.type.name} needs a value at input(s) {required}, which are "
+        "omitted (lifetime NO_VALUE)",
+        sig.version,
+    )
 
 
 # ---------------------------------------------------------------------------------------

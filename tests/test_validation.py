@@ -1704,3 +1704,39 @@ def _add_chain(first_out=(2,), second_in=(2,), second_type=F32, pool_out_scale=N
 )
 def test_rejections_say_whether_android_validation_makes_them(model, deferrable, match):
     assert_rejected(model, deferrable=deferrable, match=match)
+
+
+def _with_omitted_input(op: int, omitted_type: int, dims=(2,)) -> Model:
+    """``op``(x, omitted operand of ``omitted_type``[, activation NONE]) -> out: input 1
+    omitted (NO_VALUE) where the operation requires a value."""
+    b = ModelBuilder()
+    x = b.add_input(F32, dims)
+    gone = b.add_omitted(omitted_type, dims)
+    out = b.add_output(F32, dims)
+    extra = [b.add_scalar(T.INT32, 0)] if op in (O.ADD, O.MUL) else []
+    b.add_operation(op, [x, gone, *extra], [out])
+    b.identify_inputs_and_outputs([x], [out])
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    "model, version, deferrable, match",
+    [
+        # Android's validation checks the operand types only; its executor fails the
+        # omission (allParametersPresent / allowOmittedOperand) when the model runs.
+        (
+            _with_omitted_input(O.ADD, F32),
+            V.V1_3,
+            True,
+            "ADD needs a value at input\\(s\\) \\[1\\]",
+        ),
+        (_with_omitted_input(O.MUL, F32), V.V1_0, True, "omitted \\(lifetime NO_VALUE\\)"),
+        # Types no signature takes: strict, as before.
+        (_with_omitted_input(O.ADD, T.TENSOR_INT32), V.V1_0, False, "no signature of ADD"),
+        # A signature newer than the version validated: the version rule is strict.
+        (_with_omitted_input(O.MAXIMUM, F32), V.V1_1, False, "MAXIMUM needs HAL 1.2"),
+    ],
+    ids=["add", "mul-1.0", "types", "version"],
+)
+def test_an_omitted_required_input_is_left_to_execution(model, version, deferrable, match):
+    assert_rejected(model, deferrable=deferrable, match=match, version=version)
