@@ -1164,11 +1164,7 @@ def _check_operations(
                 try:
                     required = match_signature(decl, in_ops, out_ops, where)
                 except OmittedRequiredInput as e:
-                    if e.version > version:
-                        raise _invalid(
-                            f"{where}: this use of {_op_name(t)} needs HAL "
-                            f"{e.version.label}; validating as HAL {version.label}"
-                        ) from None
+                    _require(e.version, version, f"{where}: this use of {_op_name(t)}")
                     deferred = deferred or e
                     continue  # the hooks rely on every required input being there
             ctx = make_context(
@@ -1199,11 +1195,8 @@ def _check_operations(
                     raise _hook_failure(where, "validate", e) from e
                 if extra is not None and extra > required:
                     required = extra
-            if required > version:
-                raise _invalid(
-                    f"{where}: this use of {_op_name(t)} needs HAL "
-                    f"{HalVersion(required).label}; validating as HAL {version.label}"
-                )
+            if required > version:  # (the message is built only on failure)
+                _require(HalVersion(required), version, f"{where}: this use of {_op_name(t)}")
             if not checked:
                 continue  # infer_shapes may rely on what validate did not get to check
             # Static shape inference: only when every present input's shape is known.

@@ -371,20 +371,14 @@ class OperationContext:
         """Rank rule for input ``i`` whenever its rank is known (:meth:`known_rank`);
         ``deferrable`` for a rank only Android's ``prepare()`` checks."""
         r = self.known_rank(i)
-        if r is None:
+        if r is None or (r == exact if exact is not None else min_rank <= r <= max_rank):
             return
-        s = self.shapes[i] or self._input_operands[i].dimensions  # for the messages
-        # Messages are built only on failure: validation runs this for most operations.
-        if exact is not None:
-            if r != exact:
-                raise self.invalid(
-                    f"input {i} must have rank {exact}, got shape {list(s)}", deferrable=deferrable
-                )
-        elif not min_rank <= r <= max_rank:
-            raise self.invalid(
-                f"input {i} must have rank {min_rank}..{max_rank}, got shape {list(s)}",
-                deferrable=deferrable,
-            )
+        # The message only on failure: validation runs this for most operations.
+        want = exact if exact is not None else f"{min_rank}..{max_rank}"
+        s = self.shapes[i] or self._input_operands[i].dimensions
+        raise self.invalid(
+            f"input {i} must have rank {want}, got shape {list(s)}", deferrable=deferrable
+        )
 
     def require_version(self, need: HalVersion | None) -> HalVersion | None:
         """``need``, the HAL version this use of the operation needs (None: any), rejected
