@@ -63,6 +63,7 @@ from driver.hal.types import (
     OutputShape,
     Subgraph,
     is_scalar_type,
+    located,
     operand_type_name,
     operation_type_name,
 )
@@ -702,8 +703,11 @@ class Executor:
                 ErrorStatus.GENERAL_FAILURE, f"{step.location}: {e} is not available at run time"
             ) from None
         except HalError as e:
+            message = located(step.location, e.message)
             if e.status == ErrorStatus.INVALID_ARGUMENT:
-                raise HalError(ErrorStatus.GENERAL_FAILURE, e.message) from None
+                raise HalError(ErrorStatus.GENERAL_FAILURE, message) from None
+            if message is not e.message:  # raised by a helper that has no operation context
+                raise HalError(e.status, message) from None
             raise
         return self._check_outputs(step, inferred, outs)
 

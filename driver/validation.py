@@ -103,6 +103,7 @@ from driver.hal.types import (
     SymmPerChannelQuantParams,
     is_extension_type,
     is_scalar_type,
+    located,
     operand_type_name,
     operation_type_name,
 )
@@ -1209,8 +1210,7 @@ def _check_operations(
             except Unknown:
                 pass
             except HalError as e:
-                message = e.message if e.message.startswith(where) else f"{where}: {e.message}"
-                deferred = deferred or _invalid(message, deferrable=True)
+                deferred = deferred or _invalid(located(where, e.message), deferrable=True)
             except Exception as e:
                 raise _hook_failure(where, "infer_shapes", e) from e
             for k, s in enumerate(inferred):

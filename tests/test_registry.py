@@ -1,13 +1,18 @@
 """Meta-tests: every standard operation is declared completely, tested, and exemplified."""
 
+import dataclasses
+import itertools
 import re
+import warnings
 from pathlib import Path
 
 import pytest
 
-from driver.hal.types import STANDARD_OPERATIONS, HalVersion
+from driver.executor import Executor
+from driver.hal.types import STANDARD_OPERATIONS, HalError, HalVersion
 from driver.operations import FAMILIES, REGISTRY
-from driver.testing import assert_example
+from driver.testing import OmittedArg, OutputSpec, TensorArg, assert_example, single_op_model
+from driver.validation import validate_model
 from tests.operations.examples import all_examples
 
 OPS_TEST_DIR = Path(__file__).parent / "operations"
@@ -59,3 +64,43 @@ def test_families_declare_disjoint_operations():
 @pytest.mark.parametrize("ex", all_examples(), ids=lambda e: e.name)
 def test_example_runs_and_matches(ex):
     assert_example(ex)
+
+
+def _scaled_arguments(ex) -> list[int]:
+    """Positions (inputs, then outputs) of ``ex``'s arguments with a quantization scale."""
+    args = (*ex.inputs, *ex.outputs)
+    return [k for k, a in enumerate(args) if isinstance(a, _TENSORS) and a.scale]
+
+
+_TENSORS = (TensorArg, OutputSpec, OmittedArg)
+_QUANTIZED_EXAMPLES = [ex for ex in all_examples() if _scaled_arguments(ex)]
+_EXTREME_SCALES = (3.4e38, 1e-30, 1.4e-45)  # float32's largest, a tiny and its smallest
+
+
+@pytest.mark.parametrize("ex", _QUANTIZED_EXAMPLES, ids=lambda e: e.name)
+def test_extreme_scales_end_in_a_status(ex):
+    """Any finite positive float32 scale is valid, so the scale arithmetic of validation
+    and of every kernel must survive the extremes, one operand's or two operands' at once
+    (a product or quotient of two scales overflowing float32): the model runs or gets a
+    HAL status, never another exception."""
+    args = [*ex.inputs, *ex.outputs]
+    slots = _scaled_arguments(ex)
+    changes = [((k, s),) for k in slots for s in _EXTREME_SCALES]
+    for k1, k2 in itertools.combinations(slots, 2):
+        changes += [((k1, s1), (k2, s2)) for s1, s2 in itertools.product(_EXTREME_SCALES, repeat=2)]
+    for change in changes:
+        new = list(args)
+        for k, scale in change:
+            new[k] = dataclasses.replace(args[k], scale=scale)
+        model, feeds = single_op_model(
+            ex.op, new[: len(ex.inputs)], new[len(ex.inputs) :], relaxed=ex.relaxed
+        )
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # float overflow is the point
+                validate_model(model, HalVersion.V1_3)
+                Executor(model).run(feeds)
+        except HalError:
+            pass
+        except Exception as e:
+            raise AssertionError(f"scales {dict(change)} (operation arguments): {e!r}") from e

@@ -263,6 +263,12 @@ def invalid_argument(message: str) -> HalError:
     return HalError(ErrorStatus.INVALID_ARGUMENT, message)
 
 
+def located(where: str, message: str) -> str:
+    """``message`` prefixed with ``where`` ("main subgraph, operation 3 (CONV_2D)") unless it
+    already starts there: for errors raised by code that does not know its operation."""
+    return message if message.startswith(where) else f"{where}: {message}"
+
+
 # ---------------------------------------------------------------------------------------
 # Model structures
 # ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from driver.hal.types import FusedActivation, HalVersion, OperationType
+from driver.hal.types import FusedActivation, HalError, HalVersion, OperationType
 from driver.operations.base import OperationContext, OperationDeclaration, Shape, Signature
 from driver.operations.base import T as _T
 from driver.operations.elementwise import (
@@ -260,7 +260,12 @@ def _validate_activation(ctx: OperationContext) -> HalVersion | None:
                 f"input 0 scale {si} is too small (scale * 2^27 must exceed 1)", deferrable=True
             )
     elif op == OperationType.HARD_SWISH:
-        _, out_e, _, _ = _hard_swish_params(si, so)
+        try:
+            _, out_e, _, _ = _hard_swish_params(si, so)
+        except HalError as e:  # a multiplier overflowed float32: hardSwishQuant fails
+            raise ctx.invalid(
+                f"input 0 scale {si}, output scale {so}: {e.message}", deferrable=True
+            ) from None
         if out_e > 0:
             raise ctx.invalid(
                 f"input 0 scale {si} / (128 * output scale {so}) must be below 1 "

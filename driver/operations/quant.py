@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from driver.hal.types import QUANT_RANGE, FusedActivation, OperandType
+from driver.hal.types import QUANT_RANGE, ErrorStatus, FusedActivation, HalError, OperandType
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -22,10 +22,24 @@ INT32_MAX = 2**31 - 1
 # ---------------------------------------------------------------------------------------
 
 
+def _check_finite(real_multiplier: float) -> None:
+    """Extreme (valid) scales can make a multiplier's float32 arithmetic overflow. Android's
+    helpers then fail their range check (``static_cast<int64_t>(inf)`` saturates on the ARM
+    devices it runs on) and the operation fails: GENERAL_FAILURE at execution. The executor
+    adds the operation to the message."""
+    if not math.isfinite(real_multiplier):
+        raise HalError(
+            ErrorStatus.GENERAL_FAILURE,
+            f"the requantization multiplier is {real_multiplier}: the operands' scales "
+            "overflow float32 arithmetic (Android's QuantizeMultiplier fails)",
+        )
+
+
 def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
     """``QuantizeMultiplier``: (quantized_multiplier Q31, shift), shift > 0 means left."""
     if real_multiplier == 0.0:
         return 0, 0
+    _check_finite(real_multiplier)
     q, shift = math.frexp(real_multiplier)
     q_fixed = _round_half_away(q * (1 << 31))
     if q_fixed == (1 << 31):
@@ -40,6 +54,7 @@ def quantize_multiplier_smaller_than_one(real_multiplier: float) -> tuple[int, i
     """``QuantizeMultiplierSmallerThanOne`` (legacy kernels): (multiplier, right_shift)."""
     if real_multiplier == 0.0:
         return 0, 0
+    _check_finite(real_multiplier)
     q, shift = math.frexp(real_multiplier)
     right_shift = -shift
     q_fixed = _round_half_away(q * (1 << 31))
@@ -51,6 +66,7 @@ def quantize_multiplier_smaller_than_one(real_multiplier: float) -> tuple[int, i
 
 def quantize_multiplier_greater_than_one(real_multiplier: float) -> tuple[int, int]:
     """``QuantizeMultiplierGreaterThanOne``: (multiplier, left_shift)."""
+    _check_finite(real_multiplier)
     q, shift = math.frexp(real_multiplier)
     q_fixed = _round_half_away(q * (1 << 31))
     if q_fixed == (1 << 31):
@@ -313,8 +329,11 @@ def activation_range_quantized(
     qmin, qmax = quant_range(type_code)
 
     def q(f: float) -> int:
-        # float arithmetic, as the C++ (float f / float scale).
-        return zero_point + _round_half_away(float(np.float32(f) / np.float32(scale)))
+        # float arithmetic, as the C++ (float f / float scale); a quotient beyond int32 (inf
+        # for a tiny scale) saturates, as static_cast<int32_t> does on ARM.
+        with np.errstate(over="ignore"):
+            real = float(np.float32(f) / np.float32(scale))
+        return zero_point + _round_half_away(min(max(real, -(2.0**31)), 2.0**31))
 
     if activation == FusedActivation.RELU:
         return max(qmin, q(0.0)), qmax

@@ -500,12 +500,15 @@ _U8X = tensor(U8, [1, 2], scale=0.5, zero_point=3)
           [output(U8, (2,), scale=1 / 128, zero_point=128)]), True, "too small"),
         ((O.HARD_SWISH, [tensor(U8, [1, 2], scale=1.0)], [output(U8, (2,), scale=1 / 256)]),
          True, "below 1"),
+        # scale / 128 / (3 / 32768) overflows float32: the reluish multiplier is inf.
+        ((O.HARD_SWISH, [tensor(U8, [1, 2], scale=1e37)], [output(U8, (2,), scale=1e38)]),
+         True, "multiplier is inf"),
         # The rank rule Android's validation does check comes first.
         ((O.RELU1, [tensor(U8, np.zeros((1, 1, 1, 1, 2)), scale=0.5)],
           [output(U8, (1, 1, 1, 1, 2), scale=0.25)]), False, "rank 0..4"),
     ],
     ids=["rank", "version", "relu-quant", "logistic-quant", "tanh-input-scale",
-         "hard-swish-multiplier", "strict-first"],
+         "hard-swish-multiplier", "hard-swish-overflow", "strict-first"],
 )  # fmt: skip
 def test_rejections_android_validation_leaves_to_execution(case, deferrable, match):
     assert_rejection(case, deferrable, match)

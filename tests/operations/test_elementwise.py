@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from driver.builder import ModelBuilder
+from driver.executor import Executor
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
@@ -478,6 +479,25 @@ def test_quant8_prelu_hand_computed():
         output(U8, (4,), scale=0.25, zero_point=50),
     )
     np.testing.assert_array_equal(got, [40, 48, 50, 62])  # [-2.5, -0.5, 0, 3]
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize(
+    "s1, s2, so",
+    [(1e30, 1e19, 1.0),  # x scale * alpha scale overflows float32
+     (1e30, 1.0, 1e-30)],  # x scale / output scale does
+)  # fmt: skip
+def test_quant8_prelu_scales_overflowing_a_multiplier_fail_the_run(s1, s2, so):
+    # Valid scales, but Android's QuantizeMultiplier fails on the infinite multiplier: the
+    # operation fails at execution. (MUL's validation already rejects such scales.)
+    inputs = [q([80, 98], s1, 100), q([2, 4], s2, 0)]
+    model, feeds = single_op_model(O.PRELU, inputs, [output(U8, (2,), scale=so)])
+    validate_model(model)
+    with pytest.raises(HalError) as e:
+        Executor(model).run(feeds)
+    assert e.value.status == ErrorStatus.GENERAL_FAILURE
+    assert e.value.message.startswith("main subgraph, operation 0 (PRELU): ")
+    assert "multiplier is inf" in e.value.message
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,9 +11,13 @@ exact rounding ties) plus seeded random values of every magnitude.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
+from driver.hal.types import ErrorStatus, FusedActivation, HalError
+from driver.hal.types import OperandType as T
 from driver.operations import quant
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -299,6 +303,33 @@ def test_legacy_multiplier_forms():
                 [ref_srdhm(wrap32(int(v) << left), m) for v in x],
                 f"greater than one m={m} left={left}",
             )
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [quant.quantize_multiplier, quant.quantize_multiplier_smaller_than_one,
+     quant.quantize_multiplier_greater_than_one],
+)  # fmt: skip
+@pytest.mark.parametrize("real", [math.inf, math.nan])
+def test_a_nonfinite_multiplier_fails_the_operation(helper, real):
+    # Extreme valid scales overflow the float32 arithmetic that derives a multiplier.
+    with pytest.raises(HalError) as e:
+        helper(real)
+    assert e.value.status == ErrorStatus.GENERAL_FAILURE
+    assert "multiplier is" in e.value.message
+
+
+@pytest.mark.parametrize(
+    "activation, zero_point, want",
+    [(FusedActivation.RELU, 10, (10, 255)), (FusedActivation.RELU1, 10, (0, 255)),
+     (FusedActivation.RELU6, 10, (10, 255))],
+)  # fmt: skip
+@pytest.mark.parametrize("scale", [1e-20, 1.4e-45])  # 1 / 1.4e-45 is inf in float32
+def test_activation_range_saturates_for_tiny_scales(activation, zero_point, want, scale):
+    # CalculateActivationRangeUint8's static_cast<int32_t> of a huge (or infinite)
+    # quotient saturates on ARM: the clamp is the whole quantized range.
+    got = quant.activation_range_quantized(activation, scale, zero_point, T.TENSOR_QUANT8_ASYMM)
+    assert got == want
 
 
 # --- helpers of the transcendental functions ----------------------------------------------
