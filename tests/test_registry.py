@@ -10,8 +10,16 @@ import pytest
 
 from driver.executor import Executor
 from driver.hal.types import STANDARD_OPERATIONS, HalError, HalVersion
+from driver.hal.types import OperandType as T
 from driver.operations import FAMILIES, REGISTRY
-from driver.testing import OmittedArg, OutputSpec, TensorArg, assert_example, single_op_model
+from driver.testing import (
+    OmittedArg,
+    OutputSpec,
+    ScalarArg,
+    TensorArg,
+    assert_example,
+    single_op_model,
+)
 from driver.validation import validate_model
 from tests.operations.examples import all_examples
 
@@ -66,41 +74,55 @@ def test_example_runs_and_matches(ex):
     assert_example(ex)
 
 
-def _scaled_arguments(ex) -> list[int]:
-    """Positions (inputs, then outputs) of ``ex``'s arguments with a quantization scale."""
-    args = (*ex.inputs, *ex.outputs)
-    return [k for k, a in enumerate(args) if isinstance(a, _TENSORS) and a.scale]
-
-
 _TENSORS = (TensorArg, OutputSpec, OmittedArg)
-_QUANTIZED_EXAMPLES = [ex for ex in all_examples() if _scaled_arguments(ex)]
 _EXTREME_SCALES = (3.4e38, 1e-30, 1.4e-45)  # float32's largest, a tiny and its smallest
+_NAN, _INF = float("nan"), float("inf")
+_EXTREME_SCALARS = {
+    T.FLOAT32: (_NAN, _INF, -_INF, 3.4e38, -3.4e38, 1.4e-45, -1.4e-45, 0.0, -0.0, 1e10),
+    T.FLOAT16: (_NAN, _INF, -_INF, 65504.0, -65504.0, 6e-8, 0.0, -0.0, 1e10),
+    T.INT32: (2**31 - 1, -(2**31), -1, 0, 1, 2**16, 2**24),
+    T.UINT32: (2**32 - 1, 0, 1, 2**16),
+    T.BOOL: (True, False),
+}
 
 
-@pytest.mark.parametrize("ex", _QUANTIZED_EXAMPLES, ids=lambda e: e.name)
-def test_extreme_scales_end_in_a_status(ex):
-    """Any finite positive float32 scale is valid, so the scale arithmetic of validation
-    and of every kernel must survive the extremes, one operand's or two operands' at once
-    (a product or quotient of two scales overflowing float32): the model runs or gets a
-    HAL status, never another exception."""
+def _extreme_variants(ex) -> list[dict[int, object]]:
+    """Changes to ``ex``'s arguments (inputs, then outputs; position -> new scale or
+    scalar value): one scale or two at once at float32's extremes, one scalar at its
+    type's extremes."""
+    args = (*ex.inputs, *ex.outputs)
+    scaled = [k for k, a in enumerate(args) if isinstance(a, _TENSORS) and a.scale]
+    variants = [{k: s} for k in scaled for s in _EXTREME_SCALES]
+    for k1, k2 in itertools.combinations(scaled, 2):
+        variants += [{k1: s1, k2: s2} for s1, s2 in itertools.product(_EXTREME_SCALES, repeat=2)]
+    for k, a in enumerate(args):
+        if isinstance(a, ScalarArg):
+            variants += [{k: v} for v in _EXTREME_SCALARS.get(a.type, ())]
+    return variants
+
+
+@pytest.mark.parametrize("ex", all_examples(), ids=lambda e: e.name)
+def test_extreme_argument_values_end_in_a_status(ex):
+    """Any finite positive float32 scale is valid and scalars take any value of their
+    type, so validation and every kernel must survive the extremes: scales whose product
+    or quotient overflows float32, NaN and infinite float parameters, int32 limits. The
+    model runs or gets a HAL status, never another exception (MAX_OUTPUT_BYTES and each
+    kernel's work bound keep huge sizes from allocating)."""
     args = [*ex.inputs, *ex.outputs]
-    slots = _scaled_arguments(ex)
-    changes = [((k, s),) for k in slots for s in _EXTREME_SCALES]
-    for k1, k2 in itertools.combinations(slots, 2):
-        changes += [((k1, s1), (k2, s2)) for s1, s2 in itertools.product(_EXTREME_SCALES, repeat=2)]
-    for change in changes:
+    for change in _extreme_variants(ex):
         new = list(args)
-        for k, scale in change:
-            new[k] = dataclasses.replace(args[k], scale=scale)
-        model, feeds = single_op_model(
-            ex.op, new[: len(ex.inputs)], new[len(ex.inputs) :], relaxed=ex.relaxed
-        )
+        for k, v in change.items():
+            field = "value" if isinstance(args[k], ScalarArg) else "scale"
+            new[k] = dataclasses.replace(args[k], **{field: v})
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # float overflow is the point
+                model, feeds = single_op_model(
+                    ex.op, new[: len(ex.inputs)], new[len(ex.inputs) :], relaxed=ex.relaxed
+                )
                 validate_model(model, HalVersion.V1_3)
                 Executor(model).run(feeds)
         except HalError:
             pass
         except Exception as e:
-            raise AssertionError(f"scales {dict(change)} (operation arguments): {e!r}") from e
+            raise AssertionError(f"arguments changed to {change}: {e!r}") from e

@@ -557,7 +557,9 @@ def _roi_align_one(
         starts = (step * np.arange(count).astype(rt) + start).astype(rt)
         pos = (starts[:, None] + rt(bin_ / rt(2))) + bin_ * np.arange(ratio).astype(rt)[None, :]
         pos = pos.astype(rt).reshape(-1)
-        lo = np.floor(pos.astype(F32)).astype(np.int64)
+        # uint32_t x1 = std::floor(x): a sample index beyond float16 (a sampling ratio
+        # over 65504) makes x inf or NaN, and ARM's conversion saturates (NaN gives 0).
+        lo = np.floor(np.clip(np.nan_to_num(pos.astype(F32), nan=0.0), 0, size)).astype(np.int64)
         frac = (pos - lo.astype(rt)).astype(rt)
         edge = lo >= size - 1
         lo = np.where(edge, size - 1, lo)

@@ -293,6 +293,15 @@ def test_roi_align_degenerate_and_edge_boxes_stay_finite():
     assert (got[0] == 15).all()
 
 
+def test_roi_align_float16_sample_index_beyond_float16_gives_nan():
+    # 65536 sampling points: the bin size is step / half(65536) = step / inf = 0, and from
+    # sample 65520 on, half(index) is inf, so y = start + 0 * inf is NaN. Android's
+    # uint32_t y1 = std::floor(NaN) is 0 on ARM; the NaN weights reach every output.
+    x = np.arange(16, dtype=np.float16).reshape(1, 4, 4, 1)
+    got = roi_align(x, [[0, 0, 4, 4]], [0], (1, 1), ratios=(65536, 1), type=F16)
+    assert got.shape == (1, 1, 1, 1) and np.isnan(got).all()
+
+
 def test_roi_align_zero_rois_gives_zero_sized_output():
     x = np.ones((1, 3, 3, 2), np.float32)
     got = roi_align(x, np.zeros((0, 4), np.float32), np.zeros(0, np.int32), (2, 2))
