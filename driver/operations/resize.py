@@ -124,21 +124,37 @@ def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
     return coord, lower, upper
 
 
-def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool) -> np.ndarray:
-    """NHWC float32 -> float32, tflite ``reference_ops::ResizeBilinear``'s expression."""
-    _, h, w, _ = x.shape
+_BLOCK_ELEMENTS = 1 << 20
+"""Elements per block of output rows: bilinear's temporaries (the gathered rows and the
+four weighted terms) stay a few MB however large the output (a scale factor can make a
+256 MiB output from a tiny input)."""
+
+
+def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish) -> np.ndarray:
+    """NHWC float32 -> ``finish``(float32 result) per block of output rows, tflite
+    ``reference_ops::ResizeBilinear``'s expression."""
+    n, h, w, c = x.shape
     iy, y0, y1 = _bilinear_axis(h, oh, align, half)
     ix, x0, x1 = _bilinear_axis(w, ow, align, half)
     dy = (iy - y0.astype(np.float32))[None, :, None, None]
     dx = (ix - x0.astype(np.float32))[None, None, :, None]
     one = np.float32(1)
-    rows0, rows1 = x[:, y0], x[:, y1]
-    return (
-        rows0[:, :, x0] * (one - dy) * (one - dx)
-        + rows1[:, :, x0] * dy * (one - dx)
-        + rows0[:, :, x1] * (one - dy) * dx
-        + rows1[:, :, x1] * dy * dx
-    )
+    out = None
+    step = max(1, _BLOCK_ELEMENTS // max(1, n * max(w, ow) * c))
+    for r in range(0, oh, step):
+        rows = slice(r, r + step)
+        rows0, rows1 = x[:, y0[rows]], x[:, y1[rows]]
+        dy_r = dy[:, rows]
+        block = finish(
+            rows0[:, :, x0] * (one - dy_r) * (one - dx)
+            + rows1[:, :, x0] * dy_r * (one - dx)
+            + rows0[:, :, x1] * (one - dy_r) * dx
+            + rows1[:, :, x1] * dy_r * dx
+        )
+        if out is None:
+            out = np.empty((n, oh, ow, c), dtype=block.dtype)
+        out[:, rows] = block
+    return out
 
 
 def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
@@ -158,14 +174,17 @@ def _execute(ctx: OperationContext, bilinear: bool) -> list[np.ndarray]:
     _, h, w, _ = x.shape
     oh, ow = _output_size(ctx, h, w)
     t = ctx.input_type(0)
+    dtype = dtype_of(ctx)
     if not bilinear:
-        out = x[:, _nearest_axis(h, oh, align, half)][:, :, _nearest_axis(w, ow, align, half)]
+        # One gather of both axes: gathering rows first would hold a (n, oh, w, c) copy.
+        rows = _nearest_axis(h, oh, align, half)[:, None]
+        out = x[:, rows, _nearest_axis(w, ow, align, half)[None, :]]
     elif t in QUANT8:
         offset = 128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0
-        v = _bilinear(x.astype(np.float32) + np.float32(offset), oh, ow, align, half)
-        out = (np.trunc(v) - offset).astype(dtype_of(ctx))
+        x = x.astype(np.float32) + np.float32(offset)
+        out = _bilinear(x, oh, ow, align, half, lambda v: (np.trunc(v) - offset).astype(dtype))
     else:
-        out = _bilinear(x.astype(np.float32), oh, ow, align, half).astype(dtype_of(ctx))
+        out = _bilinear(x.astype(np.float32), oh, ow, align, half, lambda v: v.astype(dtype))
     return [from_nhwc(np.ascontiguousarray(out), nchw)]
 
 

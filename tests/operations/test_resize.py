@@ -4,6 +4,7 @@ mode, a direct per-pixel float64 formulation, and the cross-type properties."""
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import resize as resize_ops
 from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
 
 RELAXED_TOL = 5 * 2.0**-10
@@ -200,6 +202,22 @@ def test_nchw_is_the_transpose_of_nhwc(case, op):
         nhwc = resize(op, x, out, t=t, nchw=False, align=align, half=half, **kw)
         nchw = resize(op, _layout(x, True), out, t=t, nchw=True, align=align, half=half, **kw)
         np.testing.assert_array_equal(nchw, _layout(nhwc, True))
+
+
+@given(cases())
+def test_bilinear_by_blocks_of_rows_equals_one_block(case):
+    # Large outputs are computed a block of rows at a time (bounded temporaries); a block
+    # of one row must give exactly what one block of the whole output gives.
+    q, out, align, half = case
+    for t, x, kw in (
+        (F32, q.astype(np.float32), {}),
+        (Q8, q, {"q": {"scale": SCALE, "zero_point": ZP}}),
+    ):
+        args = (O.RESIZE_BILINEAR, x, out)
+        whole = resize(*args, t=t, nchw=False, align=align, half=half, **kw)
+        with mock.patch.object(resize_ops, "_BLOCK_ELEMENTS", 1):
+            by_rows = resize(*args, t=t, nchw=False, align=align, half=half, **kw)
+        np.testing.assert_array_equal(by_rows, whole)
 
 
 @given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))
