@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from driver.hal.types import FusedActivation, HalVersion, OperationType
 from driver.operations.base import (
@@ -479,26 +478,42 @@ def _validate_common(
 # ---------------------------------------------------------------------------------------
 
 
-def _windows(
-    x: np.ndarray,
-    fh: int,
-    fw: int,
-    p: ConvParams,
-    pads: tuple[int, int, int, int],
-    oh: int,
-    ow: int,
+_IM2COL_BLOCK = 1 << 22
+"""im2col elements per block of output positions. Padding and strides are bounded only by
+int32, so a tiny input can ask for a 256 MiB output whose patches are fh*fw*C times
+larger still; blocks keep the temporaries at a few tens of MB whatever the output."""
+
+
+def _tap_indices(
+    in_size: int, positions: np.ndarray, stride: int, pad_head: int, taps: int, dilation: int
 ) -> np.ndarray:
-    """A (N, OH, OW, fh, fw, C) view of the zero-padded NHWC input: the patch under each
-    output position (im2col without copying)."""
-    left, right, top, bottom = pads
-    if any(pads):
-        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
-    eh = (fh - 1) * p.dilation_h + 1
-    ew = (fw - 1) * p.dilation_w + 1
-    win = sliding_window_view(x, (eh, ew), axis=(1, 2))  # (N, H', W', C, eh, ew)
-    win = win[:, : (oh - 1) * p.stride_h + 1 : p.stride_h, : (ow - 1) * p.stride_w + 1 : p.stride_w]
-    win = win[..., :: p.dilation_h, :: p.dilation_w]
-    return win.transpose(0, 1, 2, 4, 5, 3)
+    """For output ``positions`` along one axis: the input index under each filter tap
+    (len(positions), taps), or ``in_size`` where the tap falls in the padding (the zero
+    row/column :func:`_zero_extended` appends). No padded copy of the input is made, so
+    memory follows the output however large the padding."""
+    index = (positions.astype(np.int64) * stride - pad_head)[:, None]
+    index = index + np.arange(taps, dtype=np.int64) * dilation
+    index[(index < 0) | (index >= in_size)] = in_size
+    return index
+
+
+def _zero_extended(x: np.ndarray) -> np.ndarray:
+    """NHWC ``x`` with one zero row and one zero column appended, flattened to
+    (N, (H+1)*(W+1), C): every tap in the padding reads the zero pixel."""
+    n, h, w, c = x.shape
+    return np.pad(x, ((0, 0), (0, 1), (0, 1), (0, 0))).reshape(n, (h + 1) * (w + 1), c)
+
+
+def _patches(x_ext: np.ndarray, in_hw, fh: int, fw: int, p: ConvParams, pads, at: range, ow: int):
+    """(N, len(at)*fh*fw, C): the input under each filter tap of the output positions
+    ``at`` (row-major indexes into OH x OW), from :func:`_zero_extended` ``x_ext``, in one
+    gather."""
+    (h, w), (left, _, top, _) = in_hw, pads
+    rows, columns = np.divmod(np.arange(at.start, at.stop, dtype=np.int64), ow)
+    iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
+    ix = _tap_indices(w, columns, p.stride_w, left, fw, p.dilation_w)
+    flat = iy[:, :, None] * (w + 1) + ix[:, None, :]  # (positions, fh, fw)
+    return np.take(x_ext, flat.reshape(-1), axis=1)
 
 
 def _conv_accumulate(
@@ -511,7 +526,8 @@ def _conv_accumulate(
     groups: int = 1,
 ) -> np.ndarray:
     """sum over the window of x * w: NHWC input (already offset by its zero point), filter
-    [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout), in x's dtype."""
+    [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout), in x's dtype; im2col and one matrix
+    product per block of output positions."""
     n, _, _, c = x.shape
     cout, fh, fw, cg = w.shape
     if n == 0:
@@ -520,21 +536,33 @@ def _conv_accumulate(
         cols = x[
             :, : (oh - 1) * p.stride_h + 1 : p.stride_h, : (ow - 1) * p.stride_w + 1 : p.stride_w
         ]
-        cols = cols.reshape(n * oh * ow, c)
-    else:
-        cols = np.ascontiguousarray(_windows(x, fh, fw, p, pads, oh, ow))
-        cols = cols.reshape(n * oh * ow, fh * fw, c)
+        return _conv_product(cols.reshape(n * oh * ow, c), w, groups).reshape(n, oh, ow, cout)
+    x_ext = _zero_extended(x)
+    out = None
+    step = max(1, _IM2COL_BLOCK // (n * fh * fw * c))
+    for start in range(0, oh * ow, step):
+        at = range(start, min(oh * ow, start + step))
+        cols = _patches(x_ext, x.shape[1:3], fh, fw, p, pads, at, ow)
+        block = _conv_product(cols.reshape(n * len(at), fh * fw * c), w, groups)
+        if out is None:
+            out = np.empty((n, oh * ow, cout), dtype=block.dtype)
+        out[:, at.start : at.stop] = block.reshape(n, len(at), cout)
+    return out.reshape(n, oh, ow, cout)
+
+
+def _conv_product(cols: np.ndarray, w: np.ndarray, groups: int) -> np.ndarray:
+    """(M, fh*fw*Cin) patches times the [Cout, fh, fw, Cin/groups] filter: (M, Cout)."""
+    cout, fh, fw, cg = w.shape
     if groups == 1:
-        out = cols.reshape(n * oh * ow, fh * fw * c) @ w.reshape(cout, -1).T
-        return out.reshape(n, oh, ow, cout)
+        return cols @ w.reshape(cout, -1).T
     og = cout // groups
     # (G, M, fh*fw*Cg) @ (G, fh*fw*Cg, Cout/G): one batched product over the groups.
-    g_cols = cols.reshape(n * oh * ow, fh * fw, groups, cg).transpose(2, 0, 1, 3)
-    g_cols = g_cols.reshape(groups, n * oh * ow, fh * fw * cg)
+    g_cols = cols.reshape(-1, fh * fw, groups, cg).transpose(2, 0, 1, 3)
+    g_cols = g_cols.reshape(groups, -1, fh * fw * cg)
     # Contiguous operands: numpy only hands stacked products to BLAS when they are.
     g_w = np.ascontiguousarray(w.reshape(groups, og, fh * fw * cg).transpose(0, 2, 1))
     out = np.matmul(g_cols, g_w)  # (G, M, og)
-    return out.transpose(1, 0, 2).reshape(n, oh, ow, cout)
+    return out.transpose(1, 0, 2).reshape(-1, cout)
 
 
 def _depthwise_accumulate(
@@ -546,22 +574,25 @@ def _depthwise_accumulate(
     ow: int,
 ) -> np.ndarray:
     """Depthwise: NHWC input [N,H,W,C], filter [fh, fw, C*M] -> (N, OH, OW, C*M). One
-    vectorized multiply-add per filter tap (a loop over the fh*fw taps only)."""
-    n, _, _, c = x.shape
+    vectorized multiply-add per filter tap and block of output positions, each tap
+    gathered from the unpadded input (the zero pixel where it falls in the padding)."""
+    n, h, in_w, c = x.shape
     fh, fw, cout = w.shape
     m = cout // c
-    left, right, top, bottom = pads
-    if any(pads):
-        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
-    acc = np.zeros((n, oh, ow, c, m), dtype=x.dtype)
+    left, _, top, _ = pads
+    x_ext = _zero_extended(x)
+    acc = np.zeros((n, oh * ow, c, m), dtype=x.dtype)
     wt = w.reshape(fh, fw, c, m)
-    for i in range(fh):
-        y0 = i * p.dilation_h
-        rows = x[:, y0 : y0 + (oh - 1) * p.stride_h + 1 : p.stride_h]
-        for j in range(fw):
-            x0 = j * p.dilation_w
-            tap = rows[:, :, x0 : x0 + (ow - 1) * p.stride_w + 1 : p.stride_w, :, None]
-            acc += tap * wt[i, j]
+    step = max(1, _IM2COL_BLOCK // (n * cout * fh * fw))
+    for start in range(0, oh * ow, step):
+        rows, columns = np.divmod(np.arange(start, min(oh * ow, start + step)), ow)
+        iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
+        ix = _tap_indices(in_w, columns, p.stride_w, left, fw, p.dilation_w)
+        block = acc[:, start : start + len(rows)]
+        for i in range(fh):
+            for j in range(fw):
+                tap = np.take(x_ext, iy[:, i] * (in_w + 1) + ix[:, j], axis=1)
+                block += tap[..., None] * wt[i, j]
     return acc.reshape(n, oh, ow, cout)
 
 

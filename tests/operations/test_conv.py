@@ -5,18 +5,23 @@ against an independent scalar implementation, and the cross-type properties."""
 from __future__ import annotations
 
 import math
+import tracemalloc
 from dataclasses import dataclass, replace
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from driver.executor import Executor
 from driver.hal.types import ErrorStatus, HalError, HalVersion, SymmPerChannelQuantParams
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import conv
 from driver.operations.conv import explicit_padding, explicit_padding_transpose, out_size
 from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
 
 RELAXED_TOL = 5 * 2.0**-10
 
@@ -1026,3 +1031,47 @@ _BAD_CHANNEL_DIM = SymmPerChannelQuantParams(3, (0.5,))
 )
 def test_rejections_android_validation_leaves_to_execution(model, version, deferrable, match):
     assert_rejected(model, deferrable=deferrable, match=match, version=version)
+
+
+@given(cases())
+def test_blocks_of_one_output_row_give_the_one_block_result(case):
+    # Large outputs are computed a block of output rows at a time (bounded im2col
+    # temporaries); one-row blocks must give exactly the whole-output result.
+    v = make_values(case)
+    for kind in ("f32", "q8pc"):
+        whole = run_case(case, kind, v)
+        with mock.patch.object(conv, "_IM2COL_BLOCK", 1):
+            by_rows = run_case(case, kind, v)
+        np.testing.assert_array_equal(by_rows, whole)
+
+
+@pytest.mark.parametrize("op", [O.CONV_2D, O.DEPTHWISE_CONV_2D])
+def test_huge_padding_memory_follows_the_output_not_the_padding(op):
+    # One 64-channel pixel padded by 300 on each side, 3x3 filter of ones: a 599x599
+    # output. A padded copy of the input would hold 601*601*64 floats (92 MB) and its
+    # im2col 9 times that; the kernels gather from the unpadded input, a block at a time.
+    out_c = 1 if op == O.CONV_2D else 64
+    multiplier = [] if op == O.CONV_2D else [I(1)]
+    model, feeds = single_op_model(
+        op,
+        [
+            tensor(T.TENSOR_FLOAT32, np.ones((1, 1, 1, 64), np.float32)),
+            tensor(T.TENSOR_FLOAT32, np.ones((out_c if op == O.CONV_2D else 1, 3, 3, 64),
+                                            np.float32), const=True),
+            tensor(T.TENSOR_FLOAT32, np.zeros(out_c, np.float32), const=True),
+            *[I(300)] * 4, I(1), I(1), *multiplier, I(0),
+        ],
+        [output(T.TENSOR_FLOAT32, (1, 599, 599, out_c))],
+    )  # fmt: skip
+    validate_model(model)
+    tracemalloc.start()
+    try:
+        (got,) = Executor(model).run(feeds)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # The real pixel lies under every tap of the 3x3 windows at rows/columns 298..300.
+    want = np.zeros_like(got)
+    want[0, 298:301, 298:301] = 64.0 if op == O.CONV_2D else 1.0
+    np.testing.assert_array_equal(got, want)
+    assert peak < 3 * got.nbytes + (64 << 20), f"peak {peak >> 20} MB"
