@@ -118,6 +118,13 @@ def _pool_size(rng: random.Random, size: int) -> int:
     return _u32(rng, size)
 
 
+def _two_positions(rng: random.Random, n: int) -> tuple[int, int]:
+    """Two different positions in range(n), n >= 2. (``Random.sample`` redraws until the
+    second differs from the first: forever once an exhausted source only gives zeros.)"""
+    i = rng.randrange(n)
+    return i, (i + 1 + rng.randrange(n - 1)) % n
+
+
 def _index(rng: random.Random, n: int) -> int:
     """An index, in range most of the time."""
     if n and rng.random() < 0.75:
@@ -246,7 +253,7 @@ def mutate_operation(rng: random.Random, op: Operation, n_operands: int) -> Oper
     elif what == 4 and lst:  # remove one
         del lst[rng.randrange(len(lst))]
     elif what == 5 and len(lst) > 1:  # swap two
-        i, j = rng.sample(range(len(lst)), 2)
+        i, j = _two_positions(rng, len(lst))
         lst[i], lst[j] = lst[j], lst[i]
     elif lst:  # duplicate one
         lst.append(lst[rng.randrange(len(lst))])
@@ -275,7 +282,7 @@ def mutate_subgraph(
     elif r < 0.82 and operations:
         what = rng.randrange(3)
         if what == 0 and len(operations) > 1:  # execution order
-            i, j = rng.sample(range(len(operations)), 2)
+            i, j = _two_positions(rng, len(operations))
             operations[i], operations[j] = operations[j], operations[i]
         elif what == 1:  # remove an operation
             del operations[rng.randrange(len(operations))]
@@ -291,7 +298,7 @@ def mutate_subgraph(
         elif what == 2 and lst:
             lst[rng.randrange(len(lst))] = _index(rng, len(operands))
         elif len(lst) > 1:
-            i, j = rng.sample(range(len(lst)), 2)
+            i, j = _two_positions(rng, len(lst))
             lst[i], lst[j] = lst[j], lst[i]
     elif operands:
         if rng.random() < 0.5:  # drop the last operand (dangling references)

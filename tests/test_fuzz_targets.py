@@ -99,6 +99,25 @@ def test_model_mutator_changes_one_thing_at_a_time():
     assert changed >= 35  # a few mutations are no-ops (same value drawn)
 
 
+@pytest.mark.timeout(60)
+def test_mutators_terminate_when_the_fuzzer_bytes_run_out():
+    # An exhausted ByteSource draws only zeros. Random.sample, once used to pick two
+    # positions to swap, redraws until the second differs from the first when the list
+    # has more than 21 entries: forever.
+    from driver.hal.types import Operation
+    from randomgraph.choices import ByteSource
+
+    op = Operation(0, tuple(range(30)), (30,))
+    swapped = 0
+    for first in range(256):
+        rng = mutators.SourceRandom(ByteSource(bytes([first])))
+        got = mutators.mutate_operation(rng, op, 31)
+        swapped += sorted(got.inputs) == list(range(30)) and got.inputs != op.inputs
+    assert swapped  # some first byte chose the swap, and it returned
+    i, j = mutators._two_positions(mutators.SourceRandom(ByteSource(b"")), 30)
+    assert i != j
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
