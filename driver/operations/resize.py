@@ -119,7 +119,10 @@ def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
         coord = (pos + np.float32(0.5)) * scale - np.float32(0.5)
     else:
         coord = pos * scale
-    lower = np.maximum(np.floor(coord).astype(np.int64), 0)
+    # tflite clamps lower >= 0 and upper <= in - 1. Past 2**24 output positions, float32
+    # rounding can put a coordinate at in_size, where its lower index would read out of
+    # bounds: clamp it too.
+    lower = np.clip(np.floor(coord).astype(np.int64), 0, in_size - 1)
     upper = np.minimum(np.ceil(coord).astype(np.int64), in_size - 1)
     return coord, lower, upper
 
