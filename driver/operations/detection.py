@@ -26,6 +26,10 @@ The kernels follow Android 11's reference (``RoiAlign.cpp``, ``RoiPooling.cpp``,
   (NaN is "not below" a threshold), soft kernels use IoU 1 for it (Android returns NaN
   scores there). AXIS_ALIGNED_BBOX_TRANSFORM keeps a zero-size box zero-size even when
   exp(delta) overflows (Android: 0 * inf = NaN).
+* Bounded resources: ROI_ALIGN and ROI_POOLING compute each box in blocks of about
+  2**18 elements (output rows, column and depth spans, runs of sample rows), so their
+  temporaries stay a few MB however large the output sizes or sampling ratios; results
+  are those of the one-block computation.
 * Every rule the ``validate`` hooks check is deferrable (``HalError.deferrable``): Android
   11's validate functions for these operations check operand counts, types and HAL
   versions only; parameter values (sizes, strides, ratios, NMS kernel and thresholds,
@@ -35,7 +39,7 @@ The kernels follow Android 11's reference (``RoiAlign.cpp``, ``RoiPooling.cpp``,
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -526,6 +530,85 @@ def _rois_in_feature_map(
     return scaled, h_scale, w_scale
 
 
+_BLOCK_ELEMENTS = 1 << 18
+"""Elements per block: ROI_ALIGN's bilinear samples (sample x depth) and ROI_POOLING's
+output bins (bin x depth). Temporaries stay tens of MB however large the output or the
+sampling ratios a fuzzer asks for from tiny inputs; realistic boxes (7x7 bins, 2..4
+samples per axis, depth 256..1024) fit one block."""
+
+
+_SAMPLE_ROW_LIMIT = 1 << 18
+"""ROI_ALIGN's smallest block is one sample row of two output columns and two depths; a
+width sampling ratio that makes it larger than this fails (realistic ratios are < 100)."""
+
+
+def _pair_spans(n: int, size: int) -> list[tuple[int, int]]:
+    """[start, end) spans of ``size`` covering ``range(n)``, none of length 1 unless
+    ``n`` is 1 (a short last span joins the one before). A ROI_ALIGN block one output
+    column wide and one deep is summed in another order (numpy coalesces its sample axes
+    and sums them pairwise) than the wider whole, which would change float32 results."""
+    size = max(size, min(n, 2))
+    starts = list(range(0, n, size))
+    if len(starts) > 1 and n - starts[-1] == 1:
+        starts.pop()
+    return list(zip(starts, [*starts[1:], n]))
+
+
+_F16_OVERFLOW = 65520  # the smallest integer that rounds to float16 infinity
+
+
+def _arange(start: int, stop: int, rt: type) -> np.ndarray:
+    """``np.arange(start, stop).astype(rt)`` for non-negative indexes; numpy's conversion
+    of integers beyond float16's range to inf is ~10x slower than the rest, and a fuzzer's
+    huge output sizes make most of them so."""
+    j = np.arange(start, stop)
+    if rt is not np.float16 or stop <= _F16_OVERFLOW:
+        return j.astype(rt)
+    f = np.minimum(j, _F16_OVERFLOW - 1).astype(F32)
+    return np.where(j >= _F16_OVERFLOW, F32(np.inf), f).astype(np.float16)
+
+
+def _sample_axis(step, bin_, start, outs: range, samples: range, size: int, rt: type):
+    """Bilinear sample indexes and weights along one axis for output positions ``outs``
+    and sample indexes ``samples`` within each bin (``roiAlignNhwc``'s expressions in
+    ``rt``; elementwise, so any sub-range gives the values of the whole)."""
+    starts = (step * _arange(outs.start, outs.stop, rt) + start).astype(rt)
+    ks = _arange(samples.start, samples.stop, rt)
+    pos = (starts[:, None] + rt(bin_ / rt(2))) + bin_ * ks[None, :]
+    pos = pos.astype(rt).reshape(-1)
+    # uint32_t x1 = std::floor(x): a sample index beyond float16 (a sampling ratio
+    # over 65504) makes x inf or NaN, and ARM's conversion saturates (NaN gives 0).
+    lo = np.floor(np.clip(np.nan_to_num(pos.astype(F32), nan=0.0), 0, size)).astype(np.int64)
+    frac = (pos - lo.astype(rt)).astype(rt)
+    edge = lo >= size - 1
+    lo = np.where(edge, size - 1, lo)
+    hi = np.where(edge, size - 1, lo + 1)
+    frac = np.where(edge, rt(0), frac).astype(rt)
+    return lo, hi, frac, (rt(F32(1.0)) - frac).astype(rt)
+
+
+def _bilinear_terms(img, ys, xs, rt: type, zero_point: int | None) -> np.ndarray:
+    """Sum of the four weighted corners at every (y sample, x sample), shape
+    (len(y), len(x), depth): float32, or int64 with the 1/255-step weights for quant.
+    Corners are gathered one at a time (one block-sized gather alive at once)."""
+    y1, y2, dy1, dy2 = ys
+    x1, x2, dx1, dx2 = xs
+    parts = ((dy2, dx2, y1, x1), (dy2, dx1, y1, x2), (dy1, dx2, y2, x1), (dy1, dx1, y2, x2))
+    if zero_point is None:
+        return sum(
+            np.outer(wy, wx).astype(rt).astype(F32)[..., None]
+            * img[yy[:, None], xx[None, :]].astype(F32)
+            for wy, wx, yy, xx in parts
+        )
+    return sum(
+        round_half_away(np.outer(wy, wx).astype(rt).astype(F32) / _ROI_WEIGHT_SCALE).astype(
+            np.int64
+        )[..., None]
+        * (img[yy[:, None], xx[None, :]].astype(np.int64) - zero_point)
+        for wy, wx, yy, xx in parts
+    )
+
+
 def _roi_align_one(
     ctx: OperationContext,
     img: np.ndarray,
@@ -536,11 +619,21 @@ def _roi_align_one(
     ratio_w: int,
     rt: type,
     zero_point: int | None,
-) -> tuple[np.ndarray, int]:
-    """One box of ``roiAlignNhwc`` (``zero_point`` None) or ``roiAlignQuantNhwc``: the sum
-    over the sampling points of the bilinear samples, shape (out_h, out_w, depth) (float32,
-    or int64 for quant), and the number of sampling points."""
-    in_h, in_w = img.shape[0], img.shape[1]
+) -> tuple[int, Iterator[tuple[tuple[slice, slice, slice], np.ndarray]]]:
+    """One box of ``roiAlignNhwc`` (``zero_point`` None) or ``roiAlignQuantNhwc``: the
+    number of sampling points per bin, and blocks ``((rows, columns, depths), total)`` of
+    the sums over the sampling points of the bilinear samples (float32, or int64 for
+    quant) that together cover (out_h, out_w, depth).
+
+    Blocks hold about :data:`_BLOCK_ELEMENTS` samples x depth: whole boxes when they fit,
+    else runs of output rows, then spans of at least two columns or depths, then runs of
+    a bin's sample rows, the running sums carried into the next run as its first sample.
+    Every output element's sum has the operation order of one numpy reduction over the
+    whole box (the order only depends on whether the column and depth axes have length 1,
+    which the spans keep), so results do not depend on the block size; the exception is
+    a float sum over more than a block of samples of a depth-1, width-1 output, which
+    numpy would sum pairwise and the runs sum in a different (still float32) order."""
+    in_h, in_w, depth = img.shape
     w0, h0, w1, h1 = (rt(v) for v in box)
     one = F32(1.0)
     roi_w = rt(max(F32(w1 - w0), one))
@@ -549,49 +642,49 @@ def _roi_align_one(
     step_h = rt(roi_h / rt(out_h))
     rw = ratio_w if ratio_w > 0 else math.ceil(F32(step_w))
     rh = ratio_h if ratio_h > 0 else math.ceil(F32(step_h))
-    _check_work(ctx, 4 * out_h * rh * out_w * rw * img.shape[2])
+    _check_work(ctx, 4 * out_h * rh * out_w * rw * depth)
     bin_w = rt(step_w / rt(rw))
     bin_h = rt(step_h / rt(rh))
-
-    def axis(step, bin_, start, count, ratio, size):
-        starts = (step * np.arange(count).astype(rt) + start).astype(rt)
-        pos = (starts[:, None] + rt(bin_ / rt(2))) + bin_ * np.arange(ratio).astype(rt)[None, :]
-        pos = pos.astype(rt).reshape(-1)
-        # uint32_t x1 = std::floor(x): a sample index beyond float16 (a sampling ratio
-        # over 65504) makes x inf or NaN, and ARM's conversion saturates (NaN gives 0).
-        lo = np.floor(np.clip(np.nan_to_num(pos.astype(F32), nan=0.0), 0, size)).astype(np.int64)
-        frac = (pos - lo.astype(rt)).astype(rt)
-        edge = lo >= size - 1
-        lo = np.where(edge, size - 1, lo)
-        hi = np.where(edge, size - 1, lo + 1)
-        frac = np.where(edge, rt(0), frac).astype(rt)
-        return lo, hi, frac, (rt(one) - frac).astype(rt)
-
-    y1, y2, dy1, dy2 = axis(step_h, bin_h, h0, out_h, rh, in_h)
-    x1, x2, dx1, dx2 = axis(step_w, bin_w, w0, out_w, rw, in_w)
-    weights = [
-        np.outer(dy2, dx2).astype(rt),
-        np.outer(dy2, dx1).astype(rt),
-        np.outer(dy1, dx2).astype(rt),
-        np.outer(dy1, dx1).astype(rt),
-    ]
-    corners = [
-        img[y1[:, None], x1[None, :]],
-        img[y1[:, None], x2[None, :]],
-        img[y2[:, None], x1[None, :]],
-        img[y2[:, None], x2[None, :]],
-    ]
-    if zero_point is None:
-        acc = sum(w.astype(F32)[..., None] * v.astype(F32) for w, v in zip(weights, corners))
-    else:
-        acc = sum(
-            round_half_away(w.astype(F32) / _ROI_WEIGHT_SCALE).astype(np.int64)[..., None]
-            * (v.astype(np.int64) - zero_point)
-            for w, v in zip(weights, corners)
+    # The smallest block: one sample row of (up to) two output columns and two depths.
+    pair_w, pair_d = min(out_w, 2), min(depth, 2)
+    if rw * pair_w * pair_d > _SAMPLE_ROW_LIMIT:
+        raise _op_failed(
+            ctx,
+            f"a width sampling ratio of {rw} needs {rw * pair_w * pair_d} elements per "
+            f"sample row, more than the reference driver allows ({_SAMPLE_ROW_LIMIT})",
         )
-    depth = img.shape[2]
-    total = acc.reshape(out_h, rh, out_w, rw, depth).sum(axis=(1, 3))
-    return total, rh * rw
+    limit = _BLOCK_ELEMENTS
+    bd = depth if rw * pair_w * depth <= limit else max(pair_d, limit // (rw * pair_w))
+    row = rw * bd  # one sample row of one output element
+    bw = out_w if out_w * rh * row <= limit else max(pair_w, limit // (rh * row))
+    kc = rh if bw * rh * row <= limit else max(1, limit // (bw * row))
+    bh = max(1, limit // (bw * rh * row)) if kc == rh else 1
+
+    def blocks() -> Iterator[tuple[tuple[slice, slice, slice], np.ndarray]]:
+        for j0, j1 in _pair_spans(out_w, bw):
+            xs = _sample_axis(step_w, bin_w, w0, range(j0, j1), range(rw), in_w, rt)
+            for i0 in range(0, out_h, bh):
+                i1 = min(i0 + bh, out_h)
+                for d0, d1 in _pair_spans(depth, bd):
+                    part = img[:, :, d0:d1]
+                    total = None
+                    for k0 in range(0, rh, kc):
+                        k1 = min(k0 + kc, rh)
+                        ys = _sample_axis(step_h, bin_h, h0, range(i0, i1), range(k0, k1), in_h, rt)
+                        acc = _bilinear_terms(part, ys, xs, rt, zero_point)
+                        acc = acc.reshape(i1 - i0, k1 - k0, j1 - j0, rw, d1 - d0)
+                        if total is not None:
+                            # Carry on the running sums: they come first in an extra
+                            # sample row padded with -0.0 (x + -0.0 is x, even for -0.0).
+                            carry = np.zeros((i1 - i0, 1, j1 - j0, rw, d1 - d0), acc.dtype)
+                            if acc.dtype == F32:
+                                carry.fill(-0.0)
+                            carry[:, 0, :, 0] = total
+                            acc = np.concatenate([carry, acc], axis=1)
+                        total = acc.sum(axis=(1, 3))
+                    yield (slice(i0, i1), slice(j0, j1), slice(d0, d1)), total
+
+    return rh * rw, blocks()
 
 
 def _execute_roi_align(ctx: OperationContext) -> list[np.ndarray]:
@@ -612,16 +705,18 @@ def _execute_roi_align(ctx: OperationContext) -> list[np.ndarray]:
         zo = ctx.output_zero_point(0)
         lo, hi = quant_range(ctx.output_type(0))
     for r in range(boxes.shape[0]):  # boxes: a batch-like axis
-        total, points = _roi_align_one(
+        points, blocks = _roi_align_one(
             ctx, x[ids[r]], boxes[r], out_h, out_w, ratio_h, ratio_w, rt, zi
         )
         if quant:
             real = F32(F32(ctx.input_scale(0)) * _ROI_WEIGHT_SCALE) / F32(ctx.output_scale(0))
             mult, shift = quantize_multiplier(float(F32(real / F32(points))))
-            raw = multiply_by_quantized_multiplier(total, mult, shift) + zo
-            out[r] = np.clip(raw, lo, hi).astype(out_dtype)
-        else:
-            out[r] = (total / F32(points)).astype(out_dtype)
+        for (rows, cols, depths), total in blocks:
+            if quant:
+                raw = multiply_by_quantized_multiplier(total, mult, shift) + zo
+                out[r, rows, cols, depths] = np.clip(raw, lo, hi).astype(out_dtype)
+            else:
+                out[r, rows, cols, depths] = (total / F32(points)).astype(out_dtype)
     return [_from_nhwc(out, nchw)]
 
 
@@ -669,6 +764,9 @@ ROI_ALIGN = OperationDeclaration(
         "Float16 interpolation sums are accumulated in float32 (Android: _Float16).",
         "The quantized output multiplier uses QuantizeMultiplier, so a real multiplier "
         ">= 1 works (Android's QuantizeMultiplierSmallerThanOne would fail).",
+        "Bounded resources: a box needing more than 2**26 corner samples x depth, or a "
+        "width sampling ratio whose sample row of two bins and two depths exceeds 2**18 "
+        "elements (a ratio over 2**16), fails with GENERAL_FAILURE.",
     ),
 )
 
@@ -684,9 +782,11 @@ def _validate_roi_pooling(ctx: OperationContext) -> HalVersion | None:
     return None
 
 
-def _pool_bins(step, start: int, count: int, size: int, rt: type) -> tuple[np.ndarray, np.ndarray]:
-    """[floor(step*j + start), ceil(step*(j+1) + start)) per bin, clamped to ``size``."""
-    edges = (step * np.arange(count + 1).astype(rt) + rt(start)).astype(rt).astype(F32)
+def _pool_bins(step, start: int, bins: range, size: int, rt: type) -> tuple[np.ndarray, np.ndarray]:
+    """[floor(step*j + start), ceil(step*(j+1) + start)) for each bin j of ``bins``,
+    clamped to ``size`` (elementwise: any sub-range gives the values of the whole)."""
+    j = _arange(bins.start, bins.stop + 1, rt)
+    edges = (step * j + rt(start)).astype(rt).astype(F32)
     lo = np.minimum(np.floor(edges[:-1]).astype(np.int64), size)
     hi = np.minimum(np.ceil(edges[1:]).astype(np.int64), size)
     return lo, hi
@@ -713,7 +813,9 @@ def range_max(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, axis: int) -> np.nd
     return np.moveaxis(out, 0, axis)
 
 
-_WORK_LIMIT = 1 << 26  # elements a kernel may hold in intermediates for one box
+_WORK_LIMIT = 1 << 26
+"""ROI_ALIGN's bound on one box's work (4 corners x samples x depth elements): blocks keep
+its memory small, this keeps its time to about a second."""
 
 
 def _execute_roi_pooling(ctx: OperationContext) -> list[np.ndarray]:
@@ -727,32 +829,45 @@ def _execute_roi_pooling(ctx: OperationContext) -> list[np.ndarray]:
     boxes, _, _ = _rois_in_feature_map(ctx, rt, h, w)
     empty_value = ctx.input_zero_point(0) if ctx.input_type(0) in _Q8 else 0
     out = np.empty((boxes.shape[0], out_h, out_w, c), dtype=x.dtype)
+    # Tiles of about _BLOCK_ELEMENTS output elements: the bin edges and the pooled
+    # intermediates are per tile (a tiny box can have hundreds of millions of bins).
+    bw = out_w if out_w * c <= _BLOCK_ELEMENTS else max(1, _BLOCK_ELEMENTS // c)
+    bh = max(1, _BLOCK_ELEMENTS // (bw * c))
     for r in range(boxes.shape[0]):  # boxes: a batch-like axis
         w0, h0, w1, h1 = (int(round_half_away(F32(v))) for v in boxes[r])
-        roi_w = rt(max(w1 - w0 + 1, 1))
-        roi_h = rt(max(h1 - h0 + 1, 1))
-        ws, we = _pool_bins(rt(roi_w / rt(out_w)), w0, out_w, w, rt)
-        hs, he = _pool_bins(rt(roi_h / rt(out_h)), h0, out_h, h, rt)
-        empty = (he <= hs)[:, None] | (we <= ws)[None, :]
-        r0, r1 = int(hs.min()), int(he.max())
-        c0, c1 = int(ws.min()), int(we.max())
-        if empty.all():
-            out[r] = empty_value
-            continue
-        crop = x[ids[r], r0:r1, c0:c1]
-        # Reduce first along the axis that leaves the smaller intermediate.
-        if crop.shape[0] * out_w <= out_h * crop.shape[1]:
-            _check_work(ctx, crop.shape[0] * out_w * c)
-            pooled = range_max(range_max(crop, ws - c0, we - c0, 1), hs - r0, he - r0, 0)
-        else:
-            _check_work(ctx, out_h * crop.shape[1] * c)
-            pooled = range_max(range_max(crop, hs - r0, he - r0, 0), ws - c0, we - c0, 1)
-        out[r] = np.where(empty[:, :, None], empty_value, pooled).astype(x.dtype)
+        step_w = rt(rt(max(w1 - w0 + 1, 1)) / rt(out_w))
+        step_h = rt(rt(max(h1 - h0 + 1, 1)) / rt(out_h))
+        for j0 in range(0, out_w, bw):
+            cols = range(j0, min(j0 + bw, out_w))
+            ws, we = _pool_bins(step_w, w0, cols, w, rt)
+            for i0 in range(0, out_h, bh):
+                rows = range(i0, min(i0 + bh, out_h))
+                hs, he = _pool_bins(step_h, h0, rows, h, rt)
+                tile = out[r, i0 : rows.stop, j0 : cols.stop]
+                tile[...] = _pool_tile(x[ids[r]], hs, he, ws, we, empty_value)
     return [_from_nhwc(out, nchw)]
 
 
+def _pool_tile(img, hs, he, ws, we, empty_value) -> np.ndarray:
+    """Max of ``img`` over each bin [hs, he) x [ws, we) (empty bins: ``empty_value``).
+    Intermediates: the crop's sparse tables (at most twice the crop, a view of the input)
+    and the first reduction, which holds at most max(input, tile) elements."""
+    empty = (he <= hs)[:, None] | (we <= ws)[None, :]
+    if empty.all():
+        return np.full((*empty.shape, img.shape[2]), empty_value, dtype=img.dtype)
+    r0, r1 = int(hs.min()), int(he.max())
+    c0, c1 = int(ws.min()), int(we.max())
+    crop = img[r0:r1, c0:c1]
+    # Reduce first along the axis that leaves the smaller intermediate.
+    if crop.shape[0] * ws.size <= hs.size * crop.shape[1]:
+        pooled = range_max(range_max(crop, ws - c0, we - c0, 1), hs - r0, he - r0, 0)
+    else:
+        pooled = range_max(range_max(crop, hs - r0, he - r0, 0), ws - c0, we - c0, 1)
+    return np.where(empty[:, :, None], empty_value, pooled).astype(img.dtype)
+
+
 def _check_work(ctx: OperationContext, elements: int) -> None:
-    """Bounded resources: refuse per-box intermediates beyond :data:`_WORK_LIMIT`."""
+    """Bounded resources: refuse per-box work beyond :data:`_WORK_LIMIT`."""
     if elements > _WORK_LIMIT:
         raise _op_failed(
             ctx,

@@ -532,6 +532,100 @@ def test_roi_pooling_box_outside_fails():
 
 
 # ---------------------------------------------------------------------------------------
+# ROI_ALIGN / ROI_POOLING blocks (bounded temporaries for huge outputs and ratios)
+# ---------------------------------------------------------------------------------------
+
+
+def _roi_case(rng, t, depth, out_hw, ratios):
+    """Random feature map (values over several magnitudes, so that the float32 sums
+    depend on their order) and boxes for ``t``; returns (align, pool) results."""
+    x = rng.standard_normal((2, 6, 7, depth)) * 10.0 ** rng.integers(-3, 4, (2, 6, 7, depth))
+    rois = random_rois(rng, 4, 6, 7, stride=2.0)
+    ids = rng.integers(0, 2, 4).astype(np.int32)
+    args = dict(strides=(2.0, 2.0))
+    if t in (Q8, Q8S):
+        q = rng.integers(0, 256, x.shape)
+        x = (q - (128 if t == Q8S else 0)).astype(np.int8 if t == Q8S else np.uint8)
+        rois = (rois * 8).astype(np.uint16)
+        akw = dict(type=t, in_scale=0.1, out_scale=0.03, in_zp=3, out_zp=5)
+        pkw = dict(type=t, scale=0.1, zp=3)
+    else:
+        x = x.astype(np.float32 if t == F32 else np.float16)
+        rois = rois.astype(np.float32 if t == F32 else np.float16)
+        akw = pkw = dict(type=t)
+    align = roi_align(x, rois, ids, out_hw, ratios=ratios, **args, **akw)
+    pool = roi_pool(x, rois, ids, out_hw, **args, **pkw)
+    return align, pool
+
+
+@pytest.mark.parametrize("t", [F32, F16, Q8, Q8S], ids=lambda t: t.name)
+@pytest.mark.parametrize("block", [1, 5, 64])
+def test_roi_blocks_give_the_one_block_result(monkeypatch, t, block):
+    # Tiny blocks split boxes into output rows, spans of columns and depths and runs of
+    # sample rows (running sums carried on); every element must keep its float32
+    # summation order, bit for bit. Depth 1 with width 1 is the documented exception
+    # (numpy sums that whole box pairwise), so float cases there keep at least one bin.
+    import driver.operations.detection as detection
+
+    cases = [(5, (2, 5), (3, 4)), (1, (3, 5), (5, 2)), (1, (2, 4), (0, 0)), (4, (2, 1), (2, 3))]
+    if t in (Q8, Q8S):
+        cases.append((1, (2, 1), (4, 4)))  # integer sums: exact whatever the blocks
+    for seed, (depth, out_hw, ratios) in enumerate(cases):
+        whole = _roi_case(np.random.default_rng(seed), t, depth, out_hw, ratios)
+        monkeypatch.setattr(detection, "_BLOCK_ELEMENTS", block)
+        blocked = _roi_case(np.random.default_rng(seed), t, depth, out_hw, ratios)
+        monkeypatch.undo()
+        for w, b in zip(whole, blocked):
+            assert w.dtype == b.dtype and w.shape == b.shape
+            np.testing.assert_array_equal(w.view(np.uint8), b.view(np.uint8))
+
+
+def test_roi_huge_outputs_and_ratios_keep_temporaries_small():
+    # Fuzz reproducers: ROI_POOLING sized by its output height / width from a 4x4 map
+    # held ~11x its output in bin edges and maxima; ROI_ALIGN with a large output or
+    # sampling ratio held all of one box's bilinear samples (~50x its output).
+    import tracemalloc
+
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    q = np.arange(16, dtype=np.uint8).reshape(1, 4, 4, 1)
+    qkw = dict(type=Q8, in_scale=1.0, out_scale=1.0)
+    runs = [
+        lambda: roi_pool(x, [[0, 0, 3, 3]], [0], (1 << 21, 2)),
+        lambda: roi_pool(x, [[0, 0, 3, 3]], [0], (2, 1 << 21)),
+        lambda: roi_align(x, [[0, 0, 4, 4]], [0], (1 << 17, 2)),
+        lambda: roi_align(q, [[0, 0, 32, 32]], [0], (2, 1 << 17), **qkw),
+        lambda: roi_align(x, [[0, 0, 4, 4]], [0], (2, 2), ratios=(1 << 18, 2)),
+    ]
+    for k, run in enumerate(runs):
+        tracemalloc.start()
+        try:
+            out = run()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 2 * out.nbytes + (24 << 20), (k, peak >> 20, out.nbytes >> 20)
+
+
+def test_roi_align_refuses_a_huge_width_sampling_ratio():
+    # The smallest block is one sample row of two columns and two depths.
+    x = np.ones((1, 4, 4, 2), np.float32)
+    err = hal_error(lambda: roi_align(x, [[0, 0, 4, 4]], [0], (1, 2), ratios=(1, 1 << 17)))
+    assert err.status == ErrorStatus.GENERAL_FAILURE
+    assert "ROI_ALIGN" in err.message and "sampling ratio" in err.message
+    assert roi_align(x, [[0, 0, 4, 4]], [0], (1, 2), ratios=(1, 1 << 16)).shape == (1, 1, 2, 2)
+
+
+def test_float16_indexes_beyond_its_range_convert_as_numpy_does():
+    from driver.operations.detection import _arange
+
+    for start, stop in ((0, 70000), (65500, 65530), (65519, 65521), (100000, 100003)):
+        want = np.arange(start, stop).astype(np.float16)
+        got = _arange(start, stop, np.float16)
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+# ---------------------------------------------------------------------------------------
 # HEATMAP_MAX_KEYPOINT
 # ---------------------------------------------------------------------------------------
 
