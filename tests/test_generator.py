@@ -95,6 +95,17 @@ def test_version_filter(version):
         _check_valid(graph)
 
 
+@pytest.mark.parametrize("op", [O.PAD, O.SPACE_TO_BATCH_ND])
+def test_quant8_padding_operations_generate_at_hal_1_1(op):
+    # Before HAL 1.2 these pad a QUANT8_ASYMM tensor with the byte 0, so its zero point
+    # must be 0; random zero points made nearly every attempt fail.
+    for seed in range(20 * SCALE):
+        only = {"operations": frozenset({op}), "data_types": frozenset({T.TENSOR_QUANT8_ASYMM})}
+        graph = generate(seed, "single", versions=(HalVersion.V1_1,), **only)
+        _check_valid(graph)
+        assert graph.operations[0].operation == op
+
+
 def test_data_type_and_rank_filters():
     for seed in range(40 * SCALE):
         graph = generate(seed, "small", data_types=frozenset({T.TENSOR_QUANT8_ASYMM_SIGNED}))

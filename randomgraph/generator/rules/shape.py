@@ -8,6 +8,7 @@ it) and are exact whenever their input is."""
 
 from __future__ import annotations
 
+from driver.hal.types import HalVersion
 from randomgraph.generator.core import OpGen, Tensor
 from randomgraph.generator.rules.base import (
     O,
@@ -208,11 +209,20 @@ def strided_slice(g: OpGen):
     return ins, [_moved(g, t, x)]
 
 
+def _zero_padding_quant(g: OpGen, t: int) -> tuple[float, int] | None:
+    """Quantization for an input that PAD/SPACE_TO_BATCH_ND pad with its logical zero:
+    before HAL 1.2 a QUANT8_ASYMM one must have zero point 0 (the byte they pad with)."""
+    if t == T.TENSOR_QUANT8_ASYMM and g.version < HalVersion.V1_2:
+        return g.qparams(t)[0], 0
+    return None
+
+
 @rule(RULES, O.PAD, O.PAD_V2)
 def pad(g: OpGen):
     sig = g.signature()
     t = sig.inputs[0]
-    x = g.data(t, ranks=(1, 4), primary=True)
+    quant = _zero_padding_quant(g, t) if g.op == O.PAD else None
+    x = g.data(t, ranks=(1, 4), primary=True, quant=quant)
     r = len(x.dims)
     pads = [g.src.integer(0, 2) for _ in range(2 * r)]
     paddings = g.const(I32, (r, 2), pads)
@@ -369,7 +379,7 @@ def space_to_batch(g: OpGen):
     t = sig.inputs[0]
     layout, nchw = _layout(g, sig, 3)
     bh, bw = g.src.integer(1, 3), g.src.integer(1, 3)
-    x = g.data(t, rank=4, primary=True)
+    x = g.data(t, rank=4, primary=True, quant=_zero_padding_quant(g, t))
     _, h, w, _ = _nhwc(x.dims, nchw)
     # Paddings that make the padded height and width multiples of the block.
     top = g.src.integer(0, 2)
