@@ -330,7 +330,9 @@ def activation_range_quantized(
 
     def q(f: float) -> int:
         # float arithmetic, as the C++ (float f / float scale); a quotient beyond int32 (inf
-        # for a tiny scale) saturates, as static_cast<int32_t> does on ARM.
+        # for a tiny scale) saturates, as static_cast<int32_t> does on ARM. (Adding the
+        # zero point to INT32_MAX then overflows in the C++; here it stays exact, so the
+        # clamp is the type's whole range.)
         with np.errstate(over="ignore"):
             real = float(np.float32(f) / np.float32(scale))
         return zero_point + _round_half_away(min(max(real, -(2.0**31)), 2.0**31))
