@@ -581,9 +581,9 @@ def test_roi_blocks_give_the_one_block_result(monkeypatch, t, block):
 
 
 def test_roi_huge_outputs_and_ratios_keep_temporaries_small():
-    # Fuzz reproducers: ROI_POOLING sized by its output height / width from a 4x4 map
-    # held ~11x its output in bin edges and maxima; ROI_ALIGN with a large output or
-    # sampling ratio held all of one box's bilinear samples (~50x its output).
+    # Found by growing INT32 parameters: ROI_POOLING sized by its output height / width
+    # from a 4x4 map held ~11x its output in bin edges and maxima; ROI_ALIGN with a large
+    # output or sampling ratio held all of one box's bilinear samples (~50x its output).
     import tracemalloc
 
     x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
