@@ -111,10 +111,11 @@ def _scale(in_size: int, out_size: int, align: bool) -> np.float32:
     return np.float32(in_size) / np.float32(out_size)
 
 
-def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
-    """(source coordinate, lower index, upper index) per output index, in float32."""
+def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool, positions: range):
+    """(source coordinate - lower, lower index, upper index) for the output ``positions``
+    along one axis, in float32 (elementwise: any sub-range gives the whole's values)."""
     scale = _scale(in_size, out_size, align)
-    pos = np.arange(out_size, dtype=np.float32)
+    pos = np.arange(positions.start, positions.stop).astype(np.float32)
     if half:
         coord = (pos + np.float32(0.5)) * scale - np.float32(0.5)
     else:
@@ -124,39 +125,41 @@ def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
     # bounds: clamp it too.
     lower = np.clip(np.floor(coord).astype(np.int64), 0, in_size - 1)
     upper = np.minimum(np.ceil(coord).astype(np.int64), in_size - 1)
-    return coord, lower, upper
+    return coord - lower.astype(np.float32), lower, upper
 
 
 _BLOCK_ELEMENTS = 1 << 20
-"""Elements per block of output rows: bilinear's temporaries (the gathered rows and the
-four weighted terms) stay a few MB however large the output (a scale factor can make a
-256 MiB output from a tiny input)."""
+"""Output elements per block (rows x columns): bilinear's temporaries (the coordinates,
+the four gathered corners and weighted terms) stay a few MB however large the output (a
+scale factor can make a 256 MiB output from a tiny input)."""
 
 
 def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish) -> np.ndarray:
-    """NHWC float32 -> ``finish``(float32 result) per block of output rows, tflite
-    ``reference_ops::ResizeBilinear``'s expression."""
+    """NHWC float32 -> ``finish``(float32 result) per block of output rows and columns,
+    tflite ``reference_ops::ResizeBilinear``'s expression."""
     n, h, w, c = x.shape
-    iy, y0, y1 = _bilinear_axis(h, oh, align, half)
-    ix, x0, x1 = _bilinear_axis(w, ow, align, half)
-    dy = (iy - y0.astype(np.float32))[None, :, None, None]
-    dx = (ix - x0.astype(np.float32))[None, None, :, None]
     one = np.float32(1)
     out = None
-    step = max(1, _BLOCK_ELEMENTS // max(1, n * max(w, ow) * c))
-    for r in range(0, oh, step):
-        rows = slice(r, r + step)
-        rows0, rows1 = x[:, y0[rows]], x[:, y1[rows]]
-        dy_r = dy[:, rows]
-        block = finish(
-            rows0[:, :, x0] * (one - dy_r) * (one - dx)
-            + rows1[:, :, x0] * dy_r * (one - dx)
-            + rows0[:, :, x1] * (one - dy_r) * dx
-            + rows1[:, :, x1] * dy_r * dx
-        )
-        if out is None:
-            out = np.empty((n, oh, ow, c), dtype=block.dtype)
-        out[:, rows] = block
+    block_w = min(ow, max(1, _BLOCK_ELEMENTS // (n * c)))
+    block_h = max(1, _BLOCK_ELEMENTS // (n * block_w * c))
+    for c0 in range(0, ow, block_w):
+        cols = range(c0, min(ow, c0 + block_w))
+        dx, x0, x1 = _bilinear_axis(w, ow, align, half, cols)
+        dx = dx[None, None, :, None]
+        for r0 in range(0, oh, block_h):
+            rows = range(r0, min(oh, r0 + block_h))
+            dy, y0, y1 = _bilinear_axis(h, oh, align, half, rows)
+            dy = dy[None, :, None, None]
+            y0, y1 = y0[:, None], y1[:, None]
+            block = finish(
+                x[:, y0, x0] * (one - dy) * (one - dx)
+                + x[:, y1, x0] * dy * (one - dx)
+                + x[:, y0, x1] * (one - dy) * dx
+                + x[:, y1, x1] * dy * dx
+            )
+            if out is None:
+                out = np.empty((n, oh, ow, c), dtype=block.dtype)
+            out[:, rows.start : rows.stop, cols.start : cols.stop] = block
     return out
 
 

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Peak memory of each operation when its size parameters grow.
+
+    python benchmarks/bench_memory.py [--match NAME] [--per-op N] [--seconds S]
+
+A valid model may ask a kernel for enormous work from a tiny input: an INT32 scalar (an
+output size, a padding, a stride, a sampling ratio), a float scalar (a resize scale) or an
+int32 constant tensor (FILL dims, TILE multiples, paddings). For every example of
+``tests/operations/examples_*.py`` (``--per-op`` per operation, default 2) and each such
+argument, this doubles the value, with the outputs' dims left unknown, until the model no
+longer runs (the executor caps an output at 256 MiB) or a run takes ``--seconds``. It
+prints the largest value that ran, the peak memory numpy allocated during validation and
+execution (tracemalloc), the bytes of the model's inputs and outputs, and their ratio.
+
+Goal: peak <= 4 x (inputs + outputs) + 64 MB for every row, so that any valid model runs
+within the fuzzers' default 2 GB limit (rows over it are marked). Runs without a size
+argument or whose outputs stay tiny are not listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import signal
+import sys
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from driver.executor import Executor
+from driver.hal.types import HalError, HalVersion
+from driver.hal.types import OperandType as T
+from driver.testing import ScalarArg, TensorArg, single_op_model
+from driver.validation import validate_model
+from tests.operations.examples import all_examples
+
+GOAL_FACTOR = 4
+GOAL_SLACK = 64 << 20
+LISTED_BYTES = 1 << 20  # rows whose largest run moved less than this are not listed
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _Timeout
+
+
+def _grown(arg, value: int):
+    """``arg`` with its size-like value(s) set to ``value``, or None when it has none."""
+    if isinstance(arg, ScalarArg) and not isinstance(arg.value, bool):
+        if arg.type == T.INT32:
+            return dataclasses.replace(arg, value=value)
+        if arg.type in (T.FLOAT32, T.FLOAT16) and (arg.type == T.FLOAT32 or value < 65504):
+            return dataclasses.replace(arg, value=float(value))
+    if isinstance(arg, TensorArg) and arg.type == T.TENSOR_INT32 and arg.const and arg.values.size:
+        grown = np.where(arg.values > 0, np.int32(min(value, 2**31 - 1)), arg.values)
+        return dataclasses.replace(arg, values=grown.astype(np.int32))
+    return None
+
+
+def _run(ex, inputs, seconds: float) -> tuple[str, int, int]:
+    """(outcome, peak bytes, input + output bytes) of one run."""
+    outputs = [dataclasses.replace(o, dims=tuple(0 for _ in o.dims)) for o in ex.outputs]
+    tracemalloc.start()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    io_bytes = 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            model, feeds = single_op_model(ex.op, inputs, outputs, relaxed=ex.relaxed)
+            validate_model(model, HalVersion.V1_3)
+            results = Executor(model).run(feeds)
+        io_bytes = sum(r.nbytes for r in results) + sum(np.asarray(f).nbytes for f in feeds)
+        outcome = "ran"
+    except HalError:
+        outcome = "refused"
+    except _Timeout:
+        outcome = "slow"
+    except Exception as e:  # a crash is a finding to print, not to hide
+        outcome = f"crash {type(e).__name__}: {e}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return outcome, peak, io_bytes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--match", default="", help="only examples whose name contains this")
+    parser.add_argument("--per-op", type=int, default=2, help="examples per operation (2)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="time limit per run (30)")
+    args = parser.parse_args()
+    signal.signal(signal.SIGALRM, _on_alarm)
+
+    rows, findings = [], []
+    per_op = collections.Counter()
+    for ex in all_examples():
+        if args.match not in ex.name or per_op[ex.op] >= args.per_op:
+            continue
+        per_op[ex.op] += 1
+        for k, arg in enumerate(ex.inputs):
+            if _grown(arg, 1) is None:
+                continue
+            best = None
+            for exponent in range(3, 31):
+                inputs = list(ex.inputs)
+                inputs[k] = _grown(arg, 2**exponent)
+                start = time.perf_counter()
+                outcome, peak, io_bytes = _run(ex, inputs, args.seconds)
+                seconds = time.perf_counter() - start
+                if outcome == "ran":
+                    best = (2**exponent, peak, io_bytes, seconds)
+                elif outcome != "refused":
+                    findings.append(f"{ex.name} input {k} = 2**{exponent}: {outcome}")
+                    break
+                if outcome == "refused" and best is not None and exponent > 20:
+                    break
+            if best is not None and best[1] >= LISTED_BYTES:
+                rows.append((ex.name, k, *best))
+            print(f"\r{ex.name[:50]:50s} input {k}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+
+    print(
+        f"{'example':48s} {'input':>5s} {'value':>11s} {'peak MB':>8s} {'io MB':>7s} "
+        f"{'ratio':>6s} {'s':>5s}"
+    )
+    over = 0
+    for name, k, value, peak, io_bytes, seconds in sorted(rows, key=lambda r: -r[3]):
+        flag = ""
+        if peak > GOAL_FACTOR * io_bytes + GOAL_SLACK:
+            flag, over = "  > goal", over + 1
+        print(
+            f"{name[:48]:48s} {k:5d} {value:11d} {peak / 2**20:8.0f} {io_bytes / 2**20:7.0f} "
+            f"{peak / max(io_bytes, 1):6.1f} {seconds:5.1f}{flag}"
+        )
+    for finding in findings:
+        print(f"FINDING {finding}")
+    print(
+        f"{len(rows)} rows; {over} over the goal (peak <= {GOAL_FACTOR} x io + 64 MB); "
+        f"{len(findings)} crashes or slow runs"
+    )
+    return 1 if over or findings else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
