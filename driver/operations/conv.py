@@ -935,17 +935,30 @@ def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
     cols = x.reshape(-1, c) @ w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
     cols = cols.reshape(n, h, wd, fh, fw, cout)
     left, _, top, _ = pads
-    # A negative tail (implicit SAME) asks for positions past the last tap: zeros there.
-    full_h = max((h - 1) * sh + fh, top + oh)
-    full_w = max((wd - 1) * sw + fw, left + ow)
-    full = np.zeros((n, full_h, full_w, cout), dtype=cols.dtype)
+    # Only the taps landing inside the output are added (a tiny output can crop a huge
+    # padded one: strides and paddings are bounded only by int32). Positions no tap
+    # reaches (a negative tail, implicit SAME) stay zero.
+    acc = np.zeros((n, oh, ow, cout), dtype=cols.dtype)
     for i in range(fh):
+        rows = _scattered(h, sh, i - top, oh)
         for j in range(fw):
-            full[:, i : i + (h - 1) * sh + 1 : sh, j : j + (wd - 1) * sw + 1 : sw] += cols[
-                :, :, :, i, j
-            ]
-    acc = full[:, top : top + oh, left : left + ow]
+            columns = _scattered(wd, sw, j - left, ow)
+            if rows is None or columns is None:
+                continue
+            (y, out_y), (x, out_x) = rows, columns
+            acc[:, out_y, out_x] += cols[:, y, x, i, j]
     return [_finish(ctx, acc, b, quantized, p)]
+
+
+def _scattered(size: int, stride: int, offset: int, out_size: int):
+    """The input positions k (a slice) whose tap lands at output k*stride + offset inside
+    [0, out_size), and those output positions (a strided slice); None when none does."""
+    first = max(0, -(offset // stride))  # ceil(-offset / stride)
+    last = min(size - 1, (out_size - 1 - offset) // stride)
+    if last < first:
+        return None
+    start = first * stride + offset
+    return slice(first, last + 1), slice(start, start + (last - first) * stride + 1, stride)
 
 
 TRANSPOSE_CONV_2D = OperationDeclaration(

@@ -1075,3 +1075,16 @@ def test_huge_padding_memory_follows_the_output_not_the_padding(op):
     want[0, 298:301, 298:301] = 64.0 if op == O.CONV_2D else 1.0
     np.testing.assert_array_equal(got, want)
     assert peak < 3 * got.nbytes + (64 << 20), f"peak {peak >> 20} MB"
+
+
+def test_transpose_conv_huge_stride_crops_without_building_the_padded_output():
+    # Stride 2**20 and padding 2**20 at the top and left: the 2x2 input spreads over a
+    # (2**20 + 1)^2 output of which the model keeps the last position, where only the
+    # bottom-right pixel (3) lands. The kernel adds just the taps inside the kept window
+    # (it used to allocate the whole padded output: a MemoryError here).
+    x = np.arange(4, dtype=np.float32).reshape(1, 2, 2, 1)
+    big = 1 << 20
+    params = [I(big), I(0), I(big), I(0), I(big), I(big), I(0), scalar(T.BOOL, False)]
+    w = np.ones((1, 1, 1, 1), np.float32)
+    got = _conv_f32(x, w, [0.0], params, (1, 1, 1, 1), op=O.TRANSPOSE_CONV_2D)
+    assert got.ravel().tolist() == [3.0]
