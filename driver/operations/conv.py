@@ -483,6 +483,10 @@ _IM2COL_BLOCK = 1 << 22
 int32, so a tiny input can ask for a 256 MiB output whose patches are fh*fw*C times
 larger still; blocks keep the temporaries at a few tens of MB whatever the output."""
 
+_OUTPUT_BLOCK = 1 << 20
+"""Output elements per block: the accumulators and the requantization's int64
+temporaries (8 bytes each, for a 1-byte quant8 output element) are per block."""
+
 
 def _tap_indices(
     in_size: int, positions: np.ndarray, stride: int, pad_head: int, taps: int, dilation: int
@@ -516,37 +520,41 @@ def _patches(x_ext: np.ndarray, in_hw, fh: int, fw: int, p: ConvParams, pads, at
     return np.take(x_ext, flat.reshape(-1), axis=1)
 
 
-def _conv_accumulate(
+def _conv_blocks(
     x: np.ndarray,
     w: np.ndarray,
     p: ConvParams,
     pads: tuple[int, int, int, int],
     oh: int,
     ow: int,
+    finish: Callable[[np.ndarray], np.ndarray],
     groups: int = 1,
 ) -> np.ndarray:
-    """sum over the window of x * w: NHWC input (already offset by its zero point), filter
-    [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout), in x's dtype; im2col and one matrix
-    product per block of output positions."""
+    """``finish`` of the sum over each window of x * w: NHWC input (already offset by its
+    zero point), filter [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout) NHWC; im2col, one
+    matrix product and ``finish`` per block of output positions."""
     n, _, _, c = x.shape
     cout, fh, fw, cg = w.shape
-    if n == 0:
-        return np.zeros((0, oh, ow, cout), dtype=x.dtype)
-    if fh == fw == 1 and not any(pads):
+    if n == 0 or oh * ow == 0:
+        return finish(np.zeros((n, oh, ow, cout), dtype=x.dtype))
+    if fh == fw == 1 and not any(pads):  # no patches to gather: memory follows the input
         cols = x[
             :, : (oh - 1) * p.stride_h + 1 : p.stride_h, : (ow - 1) * p.stride_w + 1 : p.stride_w
         ]
-        return _conv_product(cols.reshape(n * oh * ow, c), w, groups).reshape(n, oh, ow, cout)
+        return finish(
+            _conv_product(cols.reshape(n * oh * ow, c), w, groups).reshape(n, oh, ow, cout)
+        )
     x_ext = _zero_extended(x)
     out = None
-    step = max(1, _IM2COL_BLOCK // (n * fh * fw * c))
+    step = max(1, min(_IM2COL_BLOCK // (n * fh * fw * c), _OUTPUT_BLOCK // (n * cout)))
     for start in range(0, oh * ow, step):
         at = range(start, min(oh * ow, start + step))
         cols = _patches(x_ext, x.shape[1:3], fh, fw, p, pads, at, ow)
         block = _conv_product(cols.reshape(n * len(at), fh * fw * c), w, groups)
+        block = finish(block.reshape(n, len(at), cout))
         if out is None:
             out = np.empty((n, oh * ow, cout), dtype=block.dtype)
-        out[:, at.start : at.stop] = block.reshape(n, len(at), cout)
+        out[:, at.start : at.stop] = block
     return out.reshape(n, oh, ow, cout)
 
 
@@ -565,35 +573,42 @@ def _conv_product(cols: np.ndarray, w: np.ndarray, groups: int) -> np.ndarray:
     return out.transpose(1, 0, 2).reshape(-1, cout)
 
 
-def _depthwise_accumulate(
+def _depthwise_blocks(
     x: np.ndarray,
     w: np.ndarray,
     p: ConvParams,
     pads: tuple[int, int, int, int],
     oh: int,
     ow: int,
+    finish: Callable[[np.ndarray], np.ndarray],
 ) -> np.ndarray:
-    """Depthwise: NHWC input [N,H,W,C], filter [fh, fw, C*M] -> (N, OH, OW, C*M). One
-    vectorized multiply-add per filter tap and block of output positions, each tap
-    gathered from the unpadded input (the zero pixel where it falls in the padding)."""
+    """Depthwise: NHWC input [N,H,W,C], filter [fh, fw, C*M] -> ``finish`` of the sums,
+    (N, OH, OW, C*M) NHWC. One vectorized multiply-add per filter tap and block of output
+    positions, each tap gathered from the unpadded input (the zero pixel where it falls
+    in the padding)."""
     n, h, in_w, c = x.shape
     fh, fw, cout = w.shape
     m = cout // c
     left, _, top, _ = pads
     x_ext = _zero_extended(x)
-    acc = np.zeros((n, oh * ow, c, m), dtype=x.dtype)
     wt = w.reshape(fh, fw, c, m)
-    step = max(1, _IM2COL_BLOCK // (n * cout * fh * fw))
-    for start in range(0, oh * ow, step):
+    out = None
+    per_position = max(1, n * cout)  # a zero batch still makes one (empty) block
+    step = max(1, min(_IM2COL_BLOCK // (per_position * fh * fw), _OUTPUT_BLOCK // per_position))
+    for start in range(0, max(oh * ow, 1), step):
         rows, columns = np.divmod(np.arange(start, min(oh * ow, start + step)), ow)
         iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
         ix = _tap_indices(in_w, columns, p.stride_w, left, fw, p.dilation_w)
-        block = acc[:, start : start + len(rows)]
+        acc = np.zeros((n, len(rows), c, m), dtype=x.dtype)
         for i in range(fh):
             for j in range(fw):
                 tap = np.take(x_ext, iy[:, i] * (in_w + 1) + ix[:, j], axis=1)
-                block += tap[..., None] * wt[i, j]
-    return acc.reshape(n, oh, ow, cout)
+                acc += tap[..., None] * wt[i, j]
+        block = finish(acc.reshape(n, len(rows), cout))
+        if out is None:
+            out = np.empty((n, oh * ow, cout), dtype=block.dtype)
+        out[:, start : start + len(rows)] = block
+    return out.reshape(n, oh, ow, cout)
 
 
 def _filter_scales(ctx: OperationContext) -> np.ndarray | float:
@@ -618,24 +633,37 @@ def conv_multipliers(
     )
 
 
-def requantize(
-    ctx: OperationContext, acc: np.ndarray, bias: np.ndarray, filter_scales, activation: int
-) -> np.ndarray:
-    """Accumulator (+ bias) -> output quantized values, per channel (last axis). ``acc``
-    holds exact integers: int32, float32 (below 2**24) or float64."""
-    if acc.dtype == np.int32 or acc.dtype == np.float32:
-        acc32 = acc.astype(np.int32)  # float32 accumulators are exact integers < 2**24
-        acc32 += bias.astype(np.int32, copy=False)  # wraps, as the C++ int32 sum
-    else:
-        acc64 = acc.astype(np.int64)
-        acc64 += bias.astype(np.int64)
-        acc32 = acc64.astype(np.int32)  # the C++ accumulator is int32: wrap
+def requantizer(
+    ctx: OperationContext, bias: np.ndarray, filter_scales, activation: int
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Accumulator (+ bias) -> output quantized values, per channel (last axis), for any
+    block of accumulators (the multipliers are derived once). ``acc`` holds exact
+    integers: int32, float32 (below 2**24) or float64."""
     mult, shift = conv_multipliers(ctx.input_scale(0), filter_scales, ctx.output_scale(0))
     if mult.size == 1:
         mult, shift = mult[0], shift[0]
     zo = ctx.output_zero_point(0)
     lo, hi = activation_range_quantized(activation, ctx.output_scale(0), zo, ctx.output_type(0))
-    return requantize_int32(acc32, mult, shift, zo, lo, hi, dtype_of(ctx))
+    dtype = dtype_of(ctx)
+
+    def requantize_block(acc: np.ndarray) -> np.ndarray:
+        if acc.dtype == np.int32 or acc.dtype == np.float32:
+            acc32 = acc.astype(np.int32)  # float32 accumulators are exact integers < 2**24
+            acc32 += bias.astype(np.int32, copy=False)  # wraps, as the C++ int32 sum
+        else:
+            acc64 = acc.astype(np.int64)
+            acc64 += bias.astype(np.int64)
+            acc32 = acc64.astype(np.int32)  # the C++ accumulator is int32: wrap
+        return requantize_int32(acc32, mult, shift, zo, lo, hi, dtype)
+
+    return requantize_block
+
+
+def requantize(
+    ctx: OperationContext, acc: np.ndarray, bias: np.ndarray, filter_scales, activation: int
+) -> np.ndarray:
+    """:func:`requantizer` on one accumulator array."""
+    return requantizer(ctx, bias, filter_scales, activation)(acc)
 
 
 def exact_float_dtype(max_abs_input: int, weights: np.ndarray, out_axis: int) -> type:
@@ -667,14 +695,20 @@ def _operands(ctx: OperationContext, nchw: bool, out_axis: int = 0):
     return x.astype(np.float32, copy=False), w.astype(np.float32, copy=False), b, False
 
 
-def _finish(ctx: OperationContext, acc: np.ndarray, b: np.ndarray, quantized: bool, p: ConvParams):
-    """Bias, activation and output type for the NHWC accumulator; back to the layout."""
+def _finisher(
+    ctx: OperationContext, b: np.ndarray, quantized: bool, p: ConvParams
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Bias, activation and output type for a block of NHWC accumulators (the kernels
+    finish block by block: requantization works in int64, 8 times a quant8 output)."""
     if quantized:
-        out = requantize(ctx, acc, b, _filter_scales(ctx), p.activation)
-    else:
-        out = acc.astype(np.float32, copy=False) + b.astype(np.float32)
-        out = apply_activation_float(out, p.activation).astype(dtype_of(ctx), copy=False)
-    return from_nhwc(out, p.nchw)
+        return requantizer(ctx, b, _filter_scales(ctx), p.activation)
+    bias, dtype = b.astype(np.float32), dtype_of(ctx)
+
+    def finish(acc: np.ndarray) -> np.ndarray:
+        out = acc.astype(np.float32, copy=False) + bias
+        return apply_activation_float(out, p.activation).astype(dtype, copy=False)
+
+    return finish
 
 
 # ---------------------------------------------------------------------------------------
@@ -739,8 +773,8 @@ def _execute_conv(ctx: OperationContext) -> list[np.ndarray]:
     _, h, wd, _ = x.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    acc = _conv_accumulate(x, w, p, pads, oh, ow)
-    return [_finish(ctx, acc, b, quantized, p)]
+    out = _conv_blocks(x, w, p, pads, oh, ow, _finisher(ctx, b, quantized, p))
+    return [from_nhwc(out, p.nchw)]
 
 
 CONV_2D = OperationDeclaration(
@@ -788,8 +822,8 @@ def _execute_depthwise(ctx: OperationContext) -> list[np.ndarray]:
     _, h, wd, _ = x.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    acc = _depthwise_accumulate(x, w[0], p, pads, oh, ow)
-    return [_finish(ctx, acc, b, quantized, p)]
+    out = _depthwise_blocks(x, w[0], p, pads, oh, ow, _finisher(ctx, b, quantized, p))
+    return [from_nhwc(out, p.nchw)]
 
 
 DEPTHWISE_CONV_2D = OperationDeclaration(
@@ -844,8 +878,9 @@ def _execute_grouped(ctx: OperationContext) -> list[np.ndarray]:
     _, h, wd, _ = x.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    acc = _conv_accumulate(x, w, p, pads, oh, ow, groups=p.extra)
-    return [_finish(ctx, acc, b, quantized, p)]
+    finish = _finisher(ctx, b, quantized, p)
+    out = _conv_blocks(x, w, p, pads, oh, ow, finish, groups=p.extra)
+    return [from_nhwc(out, p.nchw)]
 
 
 GROUPED_CONV_2D = OperationDeclaration(
@@ -935,19 +970,31 @@ def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
     cols = x.reshape(-1, c) @ w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
     cols = cols.reshape(n, h, wd, fh, fw, cout)
     left, _, top, _ = pads
-    # Only the taps landing inside the output are added (a tiny output can crop a huge
-    # padded one: strides and paddings are bounded only by int32). Positions no tap
-    # reaches (a negative tail, implicit SAME) stay zero.
-    acc = np.zeros((n, oh, ow, cout), dtype=cols.dtype)
-    for i in range(fh):
-        rows = _scattered(h, sh, i - top, oh)
-        for j in range(fw):
-            columns = _scattered(wd, sw, j - left, ow)
-            if rows is None or columns is None:
-                continue
-            (y, out_y), (x, out_x) = rows, columns
-            acc[:, out_y, out_x] += cols[:, y, x, i, j]
-    return [_finish(ctx, acc, b, quantized, p)]
+    finish = _finisher(ctx, b, quantized, p)
+    # Per block of the output, only the taps landing inside it are added (a tiny output
+    # can crop a huge padded one: strides and paddings are bounded only by int32).
+    # Positions no tap reaches (a negative tail, implicit SAME) stay zero.
+    out = None
+    block_w = min(ow, max(1, _OUTPUT_BLOCK // max(1, n * cout)))
+    block_h = max(1, _OUTPUT_BLOCK // max(1, n * block_w * cout))
+    for r0 in range(0, max(oh, 1), block_h):
+        bh = min(oh - r0, block_h)
+        for c0 in range(0, max(ow, 1), block_w):
+            bw = min(ow - c0, block_w)
+            acc = np.zeros((n, bh, bw, cout), dtype=cols.dtype)
+            for i in range(fh):
+                rows = _scattered(h, sh, i - top - r0, bh)
+                for j in range(fw):
+                    columns = _scattered(wd, sw, j - left - c0, bw)
+                    if rows is None or columns is None:
+                        continue
+                    (y, out_y), (x, out_x) = rows, columns
+                    acc[:, out_y, out_x] += cols[:, y, x, i, j]
+            block = finish(acc)
+            if out is None:
+                out = np.empty((n, oh, ow, cout), dtype=block.dtype)
+            out[:, r0 : r0 + bh, c0 : c0 + bw] = block
+    return [from_nhwc(out, p.nchw)]
 
 
 def _scattered(size: int, stride: int, offset: int, out_size: int):

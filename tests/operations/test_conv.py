@@ -1034,13 +1034,14 @@ def test_rejections_android_validation_leaves_to_execution(model, version, defer
 
 
 @given(cases())
-def test_blocks_of_one_output_row_give_the_one_block_result(case):
-    # Large outputs are computed a block of output rows at a time (bounded im2col
-    # temporaries); one-row blocks must give exactly the whole-output result.
+def test_blocks_of_one_output_position_give_the_one_block_result(case):
+    # Large outputs are computed, and requantized, a block of output positions (rows for
+    # TRANSPOSE_CONV_2D) at a time; one-element blocks must give exactly the one-block
+    # result.
     v = make_values(case)
     for kind in ("f32", "q8pc"):
         whole = run_case(case, kind, v)
-        with mock.patch.object(conv, "_IM2COL_BLOCK", 1):
+        with mock.patch.multiple(conv, _IM2COL_BLOCK=1, _OUTPUT_BLOCK=1):
             by_rows = run_case(case, kind, v)
         np.testing.assert_array_equal(by_rows, whole)
 
@@ -1088,3 +1089,25 @@ def test_transpose_conv_huge_stride_crops_without_building_the_padded_output():
     w = np.ones((1, 1, 1, 1), np.float32)
     got = _conv_f32(x, w, [0.0], params, (1, 1, 1, 1), op=O.TRANSPOSE_CONV_2D)
     assert got.ravel().tolist() == [3.0]
+
+
+def test_zero_batch_gives_an_empty_output_for_every_kernel():
+    # Block sizes divide by the batch: a zero batch must still give the (empty) output.
+    for op in (O.CONV_2D, O.DEPTHWISE_CONV_2D, O.GROUPED_CONV_2D, O.TRANSPOSE_CONV_2D):
+        case = Case(
+            op,
+            0,
+            3,
+            3,
+            2,
+            2,
+            2,
+            2,
+            (1, 1),
+            (1, 1),
+            "valid",
+            extra=1 if op != O.GROUPED_CONV_2D else 2,
+        )
+        for kind in ("f32", "q8"):
+            got = run_case(case, kind, make_values(case))
+            assert got.shape[0] == 0
