@@ -1087,6 +1087,7 @@ def _context_by_slots(t, in_ops, out_ops, shapes, values, version, relaxed, wher
     ctx.executor = None
     ctx.model = model
     ctx.run_state = None
+    ctx.required_version = None
     ctx._memo = None
     return ctx
 
@@ -1196,6 +1197,9 @@ def _check_operations(
                     raise _hook_failure(where, "validate", e) from e
                 if extra is not None and extra > required:
                     required = extra
+                recorded = ctx.required_version  # kept when the hook stopped early
+                if recorded is not None and recorded > required:
+                    required = recorded
             if required > version:  # (the message is built only on failure)
                 _require(HalVersion(required), version, f"{where}: this use of {_op_name(t)}")
             if not checked:

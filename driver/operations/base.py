@@ -218,6 +218,7 @@ class OperationContext:
         "operation_type",
         "output_shapes",
         "relaxed",
+        "required_version",
         "run_state",
         "shapes",
         "values",
@@ -250,6 +251,7 @@ class OperationContext:
         self.executor = executor  # set at run time; control flow uses it to run subgraphs
         self.model = model  # the whole Model (control flow reads referenced subgraphs)
         self.run_state: Any = None  # driver.executor.RunState at run time (deadline, loops)
+        self.required_version: HalVersion | None = None  # see require_version()
         self._memo: dict[Any, Any] | None = None  # see once()
 
     # --- counts and operands --------------------------------------------------------
@@ -385,11 +387,17 @@ class OperationContext:
         at once when validating as an older version. A hook calls it before its deferrable
         rejections, which would otherwise hide the version it returns: Android's
         ``validateHalVersion`` rejects such a model whatever else is wrong with it."""
-        if need is not None and need > self.version:
+        if need is None:
+            return None
+        if need > self.version:
             raise self.invalid(
                 f"this use of {operation_type_name(self.operation_type)} needs HAL "
                 f"{HalVersion(need).label}; validating as HAL {HalVersion(self.version).label}"
             )
+        # Recorded too: the validator reads it even when the hook goes on to raise
+        # Unknown (a value only the request gives) or a deferrable rejection.
+        if self.required_version is None or need > self.required_version:
+            self.required_version = need
         return need
 
 
