@@ -551,6 +551,7 @@ def _conv_blocks(
         at = range(start, min(oh * ow, start + step))
         cols = _patches(x_ext, x.shape[1:3], fh, fw, p, pads, at, ow)
         block = _conv_product(cols.reshape(n * len(at), fh * fw * c), w, groups)
+        del cols  # before finish allocates: lets the allocator reuse the block's memory
         block = finish(block.reshape(n, len(at), cout))
         if out is None:
             out = np.empty((n, oh * ow, cout), dtype=block.dtype)
