@@ -183,8 +183,11 @@ def _hard_swish_params(in_scale: float, out_scale: float) -> tuple[int, int, int
     Android's ``hardSwishQuant`` computes them, in float arithmetic."""
     hires_input_scale = np.float32(1.0 / 128.0) * np.float32(in_scale)
     reluish_scale = np.float32(3.0) / np.float32(32768.0)
-    out_m, out_e = _int16_multiplier(float(hires_input_scale / np.float32(out_scale)))
-    rel_m, rel_e = _int16_multiplier(float(hires_input_scale / reluish_scale))
+    with np.errstate(over="ignore"):  # inf, as in the C++: QuantizeMultiplier then fails
+        out_real = float(hires_input_scale / np.float32(out_scale))
+        reluish_real = float(hires_input_scale / reluish_scale)
+    out_m, out_e = _int16_multiplier(out_real)
+    rel_m, rel_e = _int16_multiplier(reluish_real)
     return out_m, out_e, rel_m, rel_e
 
 

@@ -574,7 +574,8 @@ def _sample_axis(step, bin_, start, outs: range, samples: range, size: int, rt: 
     ``rt``; elementwise, so any sub-range gives the values of the whole)."""
     starts = (step * _arange(outs.start, outs.stop, rt) + start).astype(rt)
     ks = _arange(samples.start, samples.stop, rt)
-    pos = (starts[:, None] + rt(bin_ / rt(2))) + bin_ * ks[None, :]
+    with np.errstate(invalid="ignore"):  # 0 * inf (float16, see below) is NaN, as in C++
+        pos = (starts[:, None] + rt(bin_ / rt(2))) + bin_ * ks[None, :]
     pos = pos.astype(rt).reshape(-1)
     # uint32_t x1 = std::floor(x): a sample index beyond float16 (a sampling ratio
     # over 65504) makes x inf or NaN, and ARM's conversion saturates (NaN gives 0).
@@ -643,8 +644,9 @@ def _roi_align_one(
     rw = ratio_w if ratio_w > 0 else math.ceil(F32(step_w))
     rh = ratio_h if ratio_h > 0 else math.ceil(F32(step_h))
     _check_work(ctx, 4 * out_h * rh * out_w * rw * depth)
-    bin_w = rt(step_w / rt(rw))
-    bin_h = rt(step_h / rt(rh))
+    with np.errstate(over="ignore"):  # a float16 ratio over 65504 is inf: bins of 0
+        bin_w = rt(step_w / rt(rw))
+        bin_h = rt(step_h / rt(rh))
     # The smallest block: one sample row of (up to) two output columns and two depths.
     pair_w, pair_d = min(out_w, 2), min(depth, 2)
     if rw * pair_w * pair_d > _SAMPLE_ROW_LIMIT:

@@ -670,9 +670,12 @@ def _prelu_recipe(ctx: OperationContext):
 
     def recipe(x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         # real_multiplier_pos is float / float in the C++; the negative one float product
-        # / float.
-        m_pos, sh_pos = quantize_multiplier(float(np.float32(s1) / np.float32(so)))
-        m_neg, sh_neg = quantize_multiplier(float(np.float32(s1) * np.float32(s2)) / so)
+        # / float. Extreme scales overflow to inf, as in the C++ (QuantizeMultiplier fails).
+        with np.errstate(over="ignore"):
+            real_pos = float(np.float32(s1) / np.float32(so))
+            real_neg = float(np.float32(s1) * np.float32(s2)) / so
+        m_pos, sh_pos = quantize_multiplier(real_pos)
+        m_neg, sh_neg = quantize_multiplier(real_neg)
         lo, hi = quant_range(out_type)
         centered = x - z1
         pos = multiply_by_quantized_multiplier(centered, m_pos, sh_pos)
