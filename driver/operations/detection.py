@@ -639,10 +639,16 @@ def _roi_align_one(
     one = F32(1.0)
     roi_w = rt(max(F32(w1 - w0), one))
     roi_h = rt(max(F32(h1 - h0), one))
-    step_w = rt(roi_w / rt(out_w))
-    step_h = rt(roi_h / rt(out_h))
+    with np.errstate(over="ignore"):  # a float16 output size over 65504 is inf: steps of 0
+        step_w = rt(roi_w / rt(out_w))
+        step_h = rt(roi_h / rt(out_h))
     rw = ratio_w if ratio_w > 0 else math.ceil(F32(step_w))
     rh = ratio_h if ratio_h > 0 else math.ceil(F32(step_h))
+    if rh == 0 or rw == 0:
+        # float16: an output size over 65504 is inf, so the adaptive step is 0 and so is
+        # its number of samples. The sums are empty; the C++ divides them by 0.
+        empty = np.zeros((out_h, out_w, depth), F32 if zero_point is None else np.int64)
+        return 0, iter([((slice(None), slice(None), slice(None)), empty)])
     _check_work(ctx, 4 * out_h * rh * out_w * rw * depth)
     with np.errstate(over="ignore"):  # a float16 ratio over 65504 is inf: bins of 0
         bin_w = rt(step_w / rt(rw))
@@ -712,13 +718,16 @@ def _execute_roi_align(ctx: OperationContext) -> list[np.ndarray]:
         )
         if quant:
             real = F32(F32(ctx.input_scale(0)) * _ROI_WEIGHT_SCALE) / F32(ctx.output_scale(0))
-            mult, shift = quantize_multiplier(float(F32(real / F32(points))))
+            with np.errstate(divide="ignore"):  # no sampling points: inf, the C++'s too
+                real = F32(real / F32(points))
+            mult, shift = quantize_multiplier(float(real))
         for (rows, cols, depths), total in blocks:
             if quant:
                 raw = multiply_by_quantized_multiplier(total, mult, shift) + zo
                 out[r, rows, cols, depths] = np.clip(raw, lo, hi).astype(out_dtype)
             else:
-                out[r, rows, cols, depths] = (total / F32(points)).astype(out_dtype)
+                with np.errstate(invalid="ignore"):  # 0 / 0 without sampling points: NaN
+                    out[r, rows, cols, depths] = (total / F32(points)).astype(out_dtype)
     return [_from_nhwc(out, nchw)]
 
 

@@ -302,6 +302,15 @@ def test_roi_align_float16_sample_index_beyond_float16_gives_nan():
     assert got.shape == (1, 1, 1, 1) and np.isnan(got).all()
 
 
+@pytest.mark.parametrize("out_hw, ratios", [((65536, 1), (0, 2)), ((1, 65536), (2, 0))])
+def test_roi_align_float16_without_sampling_points_gives_nan(out_hw, ratios):
+    # An output size over 65504 is inf in float16: the adaptive step is 0, so is the
+    # number of samples, and the C++ divides the empty sums by 0.
+    x = np.arange(16, dtype=np.float16).reshape(1, 4, 4, 1)
+    got = roi_align(x, [[0, 0, 4, 4]], [0], out_hw, ratios=ratios, type=F16)
+    assert got.shape == (1, *out_hw, 1) and np.isnan(got).all()
+
+
 def test_roi_align_zero_rois_gives_zero_sized_output():
     x = np.ones((1, 3, 3, 2), np.float32)
     got = roi_align(x, np.zeros((0, 4), np.float32), np.zeros(0, np.int32), (2, 2))
