@@ -14,7 +14,9 @@ execution (tracemalloc), the bytes of the model's inputs and outputs, and their 
 
 Goal: peak <= 4 x (inputs + outputs) + 64 MB for every row, so that any valid model runs
 within the fuzzers' default 2 GB limit (rows over it are marked). Runs without a size
-argument or whose outputs stay tiny are not listed.
+argument or whose outputs stay tiny are not listed. ``--pairs`` also sets every pair of
+INT32 scalars to extremes together (a stride with a padding, an output size with an
+adaptive ratio) and reports crashes, slow runs and runs over the goal (~10 minutes).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import itertools
 import signal
 import sys
 import time
@@ -93,11 +96,44 @@ def _run(ex, inputs, seconds: float) -> tuple[str, int, int]:
     return outcome, peak, io_bytes
 
 
+_PAIR_VALUES = (2**16, 2**20, 2**30, 2**31 - 1, -1, 0)
+
+
+def _pair_findings(ex, seconds: float) -> list[str]:
+    """Crashes, slow runs and runs over the memory goal with two INT32 scalars of ``ex``
+    set to extremes at once."""
+    ints = [
+        k
+        for k, a in enumerate(ex.inputs)
+        if isinstance(a, ScalarArg) and a.type == T.INT32 and not isinstance(a.value, bool)
+    ]
+    found = []
+    for k1, k2 in itertools.combinations(ints, 2):
+        for v1, v2 in itertools.product(_PAIR_VALUES, repeat=2):
+            inputs = list(ex.inputs)
+            inputs[k1] = _grown(inputs[k1], v1)
+            inputs[k2] = _grown(inputs[k2], v2)
+            outcome, peak, io_bytes = _run(ex, inputs, seconds)
+            where = f"{ex.name} inputs {k1} = {v1}, {k2} = {v2}"
+            if outcome not in ("ran", "refused"):
+                found.append(f"{where}: {outcome}")
+            elif outcome == "ran" and peak > GOAL_FACTOR * io_bytes + GOAL_SLACK:
+                found.append(f"{where}: peak {peak >> 20} MB for {io_bytes >> 20} MB in+out")
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--match", default="", help="only examples whose name contains this")
     parser.add_argument("--per-op", type=int, default=2, help="examples per operation (2)")
     parser.add_argument("--seconds", type=float, default=30.0, help="time limit per run (30)")
+    parser.add_argument(
+        "--pairs",
+        action="store_true",
+        help="also set every pair of INT32 scalars to extremes (2**16, 2**20, 2**30, "
+        "2**31-1, -1, 0): parameters that only blow up together, such as a stride and a "
+        "padding (crashes, slow runs and runs over the goal are findings)",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGALRM, _on_alarm)
 
@@ -129,6 +165,8 @@ def main() -> int:
             if best is not None and best[1] >= LISTED_BYTES:
                 rows.append((ex.name, k, *best))
             print(f"\r{ex.name[:50]:50s} input {k}", end="", file=sys.stderr, flush=True)
+        if args.pairs:
+            findings += _pair_findings(ex, args.seconds)
     print(file=sys.stderr)
 
     print(
