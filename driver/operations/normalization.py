@@ -190,8 +190,16 @@ def _softmax_quant(x: np.ndarray, beta: float, input_scale: float) -> np.ndarray
     return np.where(live, np.clip(unsat, 0, 255), 0)
 
 
+def _empty_like_input(ctx: OperationContext) -> np.ndarray:
+    """The output of a normalization over a zero-sized input: nothing to normalize (a
+    reduction over an empty axis would have no identity)."""
+    return np.zeros(ctx.value(0).shape, dtype=dtype_of(ctx))
+
+
 def _execute_softmax(ctx: OperationContext) -> list[np.ndarray]:
     x = ctx.value(0)
+    if x.size == 0:
+        return [_empty_like_input(ctx)]
     beta = _softmax_params(ctx)
     axis = _axis(ctx, 2, x.ndim)
     xm = np.moveaxis(x, axis, -1)
@@ -254,6 +262,8 @@ def _infer_log_softmax(ctx: OperationContext) -> list[Shape]:
 
 def _execute_log_softmax(ctx: OperationContext) -> list[np.ndarray]:
     x = ctx.value(0).astype(np.float32)
+    if x.size == 0:
+        return [_empty_like_input(ctx)]
     axis = _axis(ctx, 2, x.ndim)
     beta = np.float32(ctx.scalar(1))
     z = (x - x.max(axis=axis, keepdims=True)) * beta
@@ -384,6 +394,8 @@ def _infer_lrn(ctx: OperationContext) -> list[Shape]:
 
 def _execute_lrn(ctx: OperationContext) -> list[np.ndarray]:
     x = ctx.value(0)
+    if x.size == 0:
+        return [_empty_like_input(ctx)]
     axis = _axis(ctx, 5, x.ndim)
     xf = np.moveaxis(x.astype(np.float32), axis, -1)
     radius = min(ctx.scalar(1), xf.shape[-1])  # Android clamps the radius to the axis

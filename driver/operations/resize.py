@@ -140,8 +140,9 @@ def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish) 
     n, h, w, c = x.shape
     one = np.float32(1)
     out = None
-    block_w = min(ow, max(1, _BLOCK_ELEMENTS // (n * c)))
-    block_h = max(1, _BLOCK_ELEMENTS // (n * block_w * c))
+    per_pixel = max(1, n * c)  # a zero batch still makes one (empty) block
+    block_w = min(ow, max(1, _BLOCK_ELEMENTS // per_pixel))
+    block_h = max(1, _BLOCK_ELEMENTS // (block_w * per_pixel))
     for c0 in range(0, ow, block_w):
         cols = range(c0, min(ow, c0 + block_w))
         dx, x0, x1 = _bilinear_axis(w, ow, align, half, cols)

@@ -220,6 +220,15 @@ def test_bilinear_by_blocks_of_rows_equals_one_block(case):
         np.testing.assert_array_equal(by_rows, whole)
 
 
+@pytest.mark.parametrize("op", [O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR])
+@pytest.mark.parametrize("t", [F32, Q8])
+def test_zero_batch_gives_an_empty_output(op, t):
+    # Block sizes divide by the batch: a zero batch must still give the (empty) output.
+    x = np.zeros((0, 2, 2, 1), dtype=np.float32 if t == F32 else np.uint8)
+    q = None if t == F32 else {"scale": SCALE, "zero_point": ZP}
+    assert resize(op, x, (3, 4), t=t, nchw=False, q=q).shape == (0, 3, 4, 1)
+
+
 @given(cases(), st.sampled_from([O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR]))
 def test_signed_equals_unsigned_minus_128(case, op):
     q, out, align, half = case
