@@ -88,6 +88,21 @@ _EXTREME_SCALARS = {
 }
 
 
+def _runs_to_a_status(ex, inputs: list, outputs: list, what: str) -> None:
+    """Validate and run ``ex``'s operation on ``inputs``/``outputs``: a result or a
+    HalError; any other exception fails the test, naming ``what`` was changed."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # float overflow is the point
+            model, feeds = single_op_model(ex.op, inputs, outputs, relaxed=ex.relaxed)
+            validate_model(model, HalVersion.V1_3)
+            Executor(model).run(feeds)
+    except HalError:
+        pass
+    except Exception as e:
+        raise AssertionError(f"{what}: {e!r}") from e
+
+
 def _extreme_variants(ex) -> list[dict[int, object]]:
     """Changes to ``ex``'s arguments (inputs, then outputs; position -> new scale or
     scalar value): one scale or two at once at float32's extremes, one scalar at its
@@ -120,18 +135,8 @@ def test_extreme_argument_values_end_in_a_status(ex):
         for k, v in change.items():
             field = "value" if isinstance(args[k], ScalarArg) else "scale"
             new[k] = dataclasses.replace(args[k], **{field: v})
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # float overflow is the point
-                model, feeds = single_op_model(
-                    ex.op, new[: len(ex.inputs)], new[len(ex.inputs) :], relaxed=ex.relaxed
-                )
-                validate_model(model, HalVersion.V1_3)
-                Executor(model).run(feeds)
-        except HalError:
-            pass
-        except Exception as e:
-            raise AssertionError(f"arguments changed to {change}: {e!r}") from e
+        inputs, outputs = new[: len(ex.inputs)], new[len(ex.inputs) :]
+        _runs_to_a_status(ex, inputs, outputs, f"arguments changed to {change}")
 
 
 @pytest.mark.parametrize("ex", all_examples(), ids=lambda e: e.name)
@@ -148,11 +153,4 @@ def test_zero_sized_inputs_end_in_a_status(ex):
             shape[axis] = 0
             inputs = list(ex.inputs)
             inputs[k] = dataclasses.replace(arg, values=np.zeros(shape, arg.values.dtype))
-            try:
-                model, feeds = single_op_model(ex.op, inputs, outputs, relaxed=ex.relaxed)
-                validate_model(model, HalVersion.V1_3)
-                Executor(model).run(feeds)
-            except HalError:
-                pass
-            except Exception as e:
-                raise AssertionError(f"input {k} with dimension {axis} = 0: {e!r}") from e
+            _runs_to_a_status(ex, inputs, outputs, f"input {k} with dimension {axis} = 0")
