@@ -442,6 +442,8 @@ def _infer_instance(ctx: OperationContext) -> list[Shape]:
 
 
 def _execute_instance(ctx: OperationContext) -> list[np.ndarray]:
+    if ctx.value(0).size == 0:  # (a mean over an empty slice is NaN, with a warning)
+        return [_empty_like_input(ctx)]
     nchw = bool(ctx.scalar(4))
     x = to_nhwc(ctx.value(0), nchw).astype(np.float32)
     gamma, beta, eps = (np.float32(ctx.scalar(i)) for i in (1, 2, 3))
