@@ -967,7 +967,7 @@ def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
     _, fh, fw, _ = w.shape
     sh, sw = p.stride_h, p.stride_w
     # Each input pixel scatters input . filter[:, i, j, :] to output (y*s + i, x*s + j):
-    # one product for all taps, then one strided add per tap into the unpadded output.
+    # one product for all taps, then one strided add per tap and block of the output.
     cols = x.reshape(-1, c) @ w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
     cols = cols.reshape(n, h, wd, fh, fw, cout)
     left, _, top, _ = pads
@@ -989,8 +989,8 @@ def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
                     columns = _scattered(wd, sw, j - left - c0, bw)
                     if rows is None or columns is None:
                         continue
-                    (y, out_y), (x, out_x) = rows, columns
-                    acc[:, out_y, out_x] += cols[:, y, x, i, j]
+                    (in_y, out_y), (in_x, out_x) = rows, columns
+                    acc[:, out_y, out_x] += cols[:, in_y, in_x, i, j]
             block = finish(acc)
             if out is None:
                 out = np.empty((n, oh, ow, cout), dtype=block.dtype)
