@@ -528,11 +528,12 @@ def _conv_blocks(
     oh: int,
     ow: int,
     finish: Callable[[np.ndarray], np.ndarray],
+    dtype: np.dtype,
     groups: int = 1,
 ) -> np.ndarray:
     """``finish`` of the sum over each window of x * w: NHWC input (already offset by its
-    zero point), filter [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout) NHWC; im2col, one
-    matrix product and ``finish`` per block of output positions."""
+    zero point), filter [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout) NHWC in the output
+    ``dtype``; im2col, one matrix product and ``finish`` per block of output positions."""
     n, _, _, c = x.shape
     cout, fh, fw, cg = w.shape
     if n == 0 or oh * ow == 0:
@@ -545,17 +546,14 @@ def _conv_blocks(
             _conv_product(cols.reshape(n * oh * ow, c), w, groups).reshape(n, oh, ow, cout)
         )
     x_ext = _zero_extended(x)
-    out = None
+    out = np.empty((n, oh * ow, cout), dtype=dtype)
     step = max(1, min(_IM2COL_BLOCK // (n * fh * fw * c), _OUTPUT_BLOCK // (n * cout)))
     for start in range(0, oh * ow, step):
         at = range(start, min(oh * ow, start + step))
         cols = _patches(x_ext, x.shape[1:3], fh, fw, p, pads, at, ow)
         block = _conv_product(cols.reshape(n * len(at), fh * fw * c), w, groups)
         del cols  # before finish allocates: lets the allocator reuse the block's memory
-        block = finish(block.reshape(n, len(at), cout))
-        if out is None:
-            out = np.empty((n, oh * ow, cout), dtype=block.dtype)
-        out[:, at.start : at.stop] = block
+        out[:, at.start : at.stop] = finish(block.reshape(n, len(at), cout))
     return out.reshape(n, oh, ow, cout)
 
 
@@ -582,9 +580,10 @@ def _depthwise_blocks(
     oh: int,
     ow: int,
     finish: Callable[[np.ndarray], np.ndarray],
+    dtype: np.dtype,
 ) -> np.ndarray:
     """Depthwise: NHWC input [N,H,W,C], filter [fh, fw, C*M] -> ``finish`` of the sums,
-    (N, OH, OW, C*M) NHWC. One vectorized multiply-add per filter tap and block of output
+    (N, OH, OW, C*M) NHWC in the output ``dtype``. One vectorized multiply-add per filter tap and block of output
     positions, each tap gathered from the unpadded input (the zero pixel where it falls
     in the padding)."""
     n, h, in_w, c = x.shape
@@ -593,7 +592,7 @@ def _depthwise_blocks(
     left, _, top, _ = pads
     x_ext = _zero_extended(x)
     wt = w.reshape(fh, fw, c, m)
-    out = None
+    out = np.empty((n, oh * ow, cout), dtype=dtype)
     per_position = max(1, n * cout)  # a zero batch still makes one (empty) block
     step = max(1, min(_IM2COL_BLOCK // (per_position * fh * fw), _OUTPUT_BLOCK // per_position))
     for start in range(0, max(oh * ow, 1), step):
@@ -605,10 +604,7 @@ def _depthwise_blocks(
             for j in range(fw):
                 tap = np.take(x_ext, iy[:, i] * (in_w + 1) + ix[:, j], axis=1)
                 acc += tap[..., None] * wt[i, j]
-        block = finish(acc.reshape(n, len(rows), cout))
-        if out is None:
-            out = np.empty((n, oh * ow, cout), dtype=block.dtype)
-        out[:, start : start + len(rows)] = block
+        out[:, start : start + len(rows)] = finish(acc.reshape(n, len(rows), cout))
     return out.reshape(n, oh, ow, cout)
 
 
@@ -774,7 +770,7 @@ def _execute_conv(ctx: OperationContext) -> list[np.ndarray]:
     _, h, wd, _ = x.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    out = _conv_blocks(x, w, p, pads, oh, ow, _finisher(ctx, b, quantized, p))
+    out = _conv_blocks(x, w, p, pads, oh, ow, _finisher(ctx, b, quantized, p), dtype_of(ctx))
     return [from_nhwc(out, p.nchw)]
 
 
@@ -823,7 +819,8 @@ def _execute_depthwise(ctx: OperationContext) -> list[np.ndarray]:
     _, h, wd, _ = x.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    out = _depthwise_blocks(x, w[0], p, pads, oh, ow, _finisher(ctx, b, quantized, p))
+    finish = _finisher(ctx, b, quantized, p)
+    out = _depthwise_blocks(x, w[0], p, pads, oh, ow, finish, dtype_of(ctx))
     return [from_nhwc(out, p.nchw)]
 
 
@@ -880,7 +877,7 @@ def _execute_grouped(ctx: OperationContext) -> list[np.ndarray]:
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
     finish = _finisher(ctx, b, quantized, p)
-    out = _conv_blocks(x, w, p, pads, oh, ow, finish, groups=p.extra)
+    out = _conv_blocks(x, w, p, pads, oh, ow, finish, dtype_of(ctx), groups=p.extra)
     return [from_nhwc(out, p.nchw)]
 
 
@@ -975,26 +972,23 @@ def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
     # Per block of the output, only the taps landing inside it are added (a tiny output
     # can crop a huge padded one: strides and paddings are bounded only by int32).
     # Positions no tap reaches (a negative tail, implicit SAME) stay zero.
-    out = None
+    out = np.empty((n, oh, ow, cout), dtype=dtype_of(ctx))
     block_w = min(ow, max(1, _OUTPUT_BLOCK // max(1, n * cout)))
     block_h = max(1, _OUTPUT_BLOCK // max(1, n * block_w * cout))
-    for r0 in range(0, max(oh, 1), block_h):
-        bh = min(oh - r0, block_h)
-        for c0 in range(0, max(ow, 1), block_w):
-            bw = min(ow - c0, block_w)
+    for c0 in range(0, ow, block_w):
+        bw = min(ow - c0, block_w)
+        columns = [_scattered(wd, sw, j - left - c0, bw) for j in range(fw)]
+        for r0 in range(0, oh, block_h):
+            bh = min(oh - r0, block_h)
             acc = np.zeros((n, bh, bw, cout), dtype=cols.dtype)
             for i in range(fh):
                 rows = _scattered(h, sh, i - top - r0, bh)
                 for j in range(fw):
-                    columns = _scattered(wd, sw, j - left - c0, bw)
-                    if rows is None or columns is None:
+                    if rows is None or columns[j] is None:
                         continue
-                    (in_y, out_y), (in_x, out_x) = rows, columns
+                    (in_y, out_y), (in_x, out_x) = rows, columns[j]
                     acc[:, out_y, out_x] += cols[:, in_y, in_x, i, j]
-            block = finish(acc)
-            if out is None:
-                out = np.empty((n, oh, ow, cout), dtype=block.dtype)
-            out[:, r0 : r0 + bh, c0 : c0 + bw] = block
+            out[:, r0 : r0 + bh, c0 : c0 + bw] = finish(acc)
     return [from_nhwc(out, p.nchw)]
 
 

@@ -134,12 +134,12 @@ the four gathered corners and weighted terms) stay a few MB however large the ou
 scale factor can make a 256 MiB output from a tiny input)."""
 
 
-def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish) -> np.ndarray:
-    """NHWC float32 -> ``finish``(float32 result) per block of output rows and columns,
-    tflite ``reference_ops::ResizeBilinear``'s expression."""
+def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish, dtype):
+    """NHWC float32 -> ``finish``(float32 result) in the output ``dtype``, per block of
+    output rows and columns, tflite ``reference_ops::ResizeBilinear``'s expression."""
     n, h, w, c = x.shape
     one = np.float32(1)
-    out = None
+    out = np.empty((n, oh, ow, c), dtype=dtype)
     per_pixel = max(1, n * c)  # a zero batch still makes one (empty) block
     block_w = min(ow, max(1, _BLOCK_ELEMENTS // per_pixel))
     block_h = max(1, _BLOCK_ELEMENTS // (block_w * per_pixel))
@@ -152,15 +152,12 @@ def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish) 
             dy, y0, y1 = _bilinear_axis(h, oh, align, half, rows)
             dy = dy[None, :, None, None]
             y0, y1 = y0[:, None], y1[:, None]
-            block = finish(
+            out[:, rows.start : rows.stop, cols.start : cols.stop] = finish(
                 x[:, y0, x0] * (one - dy) * (one - dx)
                 + x[:, y1, x0] * dy * (one - dx)
                 + x[:, y0, x1] * (one - dy) * dx
                 + x[:, y1, x1] * dy * dx
             )
-            if out is None:
-                out = np.empty((n, oh, ow, c), dtype=block.dtype)
-            out[:, rows.start : rows.stop, cols.start : cols.stop] = block
     return out
 
 
@@ -189,9 +186,11 @@ def _execute(ctx: OperationContext, bilinear: bool) -> list[np.ndarray]:
     elif t in QUANT8:
         offset = 128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0
         x = x.astype(np.float32) + np.float32(offset)
-        out = _bilinear(x, oh, ow, align, half, lambda v: (np.trunc(v) - offset).astype(dtype))
+        out = _bilinear(
+            x, oh, ow, align, half, lambda v: (np.trunc(v) - offset).astype(dtype), dtype
+        )
     else:
-        out = _bilinear(x.astype(np.float32), oh, ow, align, half, lambda v: v.astype(dtype))
+        out = _bilinear(x.astype(np.float32), oh, ow, align, half, lambda v: v, dtype)
     return [from_nhwc(np.ascontiguousarray(out), nchw)]
 
 
