@@ -365,11 +365,10 @@ class Executor:
             model=self.model,
         )
         revalidate = not known
-        if decl.validate is not None:
-            try:
-                decl.validate(ctx)
-            except Unknown:
-                revalidate = True
+        try:
+            decl.run_validate(ctx)
+        except Unknown:
+            revalidate = True
         dynamic = not known
         inferred: list[Shape | None] = [None] * len(out_ops)
         try:
@@ -690,8 +689,8 @@ class Executor:
         ctx.run_state = state
         decl = step.decl
         try:
-            if revalidate and decl.validate is not None:
-                decl.validate(ctx)
+            if revalidate:
+                decl.run_validate(ctx)
             if dynamic:
                 inferred = self._infer(step, ctx)
             else:

@@ -1183,23 +1183,20 @@ def _check_operations(
             ctx._indexes = inputs
             ctx._scalars = scalars
             checked = True  # False: validate raised a deferrable rejection
-            if decl.validate is not None:
-                try:
-                    extra = decl.validate(ctx)
-                except Unknown:
-                    extra = None
-                except HalError as e:
-                    if not e.deferrable:
-                        raise
-                    deferred = deferred or e
-                    extra, checked = None, False
-                except Exception as e:
-                    raise _hook_failure(where, "validate", e) from e
-                if extra is not None and extra > required:
-                    required = extra
-                recorded = ctx.required_version  # kept when the hook stopped early
-                if recorded is not None and recorded > required:
-                    required = recorded
+            try:
+                decl.run_validate(ctx)
+            except Unknown:
+                pass
+            except HalError as e:
+                if not e.deferrable:
+                    raise
+                deferred = deferred or e
+                checked = False
+            except Exception as e:
+                raise _hook_failure(where, "validate", e) from e
+            recorded = ctx.required_version  # kept when the hook stopped early
+            if recorded is not None and recorded > required:
+                required = recorded
             if required > version:  # (the message is built only on failure)
                 _require(HalVersion(required), version, f"{where}: this use of {_op_name(t)}")
             if not checked:

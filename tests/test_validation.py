@@ -1144,6 +1144,20 @@ def test_operation_hook_bug_is_general_failure_with_cause(monkeypatch):
     assert isinstance(e.value.__cause__, ZeroDivisionError)
 
 
+def test_a_hook_returning_a_version_is_a_hook_bug(monkeypatch):
+    """Hooks report versions only through ctx.require_version: a returned one would be
+    silently lost, so validation reports it as the hook's bug."""
+    from driver.operations import REGISTRY
+
+    monkeypatch.setitem(
+        REGISTRY, O.ADD, dataclasses.replace(REGISTRY[O.ADD], validate=lambda ctx: V.V1_3)
+    )
+    with pytest.raises(HalError) as e:
+        validate_model(two_adds(), V.V1_0)
+    assert e.value.status == ErrorStatus.GENERAL_FAILURE
+    assert "ADD returned a value" in str(e.value) and "require_version" in str(e.value)
+
+
 def test_constant_in_an_unmappable_pool_is_statically_unknown_not_an_error():
     # hardware_buffer (non-BLOB) is a valid pool name from 1.2 that the reference cannot
     # map; its constants are simply unknown to the static checks.

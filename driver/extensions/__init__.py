@@ -461,8 +461,7 @@ def _validate_subgraph(
             model=model,
         )
         try:
-            if decl.validate is not None:
-                required = max(required, decl.validate(ctx) or required)
+            decl.run_validate(ctx)  # rejects a use newer than ``version`` itself
             if required > version:
                 raise _invalid(
                     f"{where}: this use needs HAL {required.label}; validating as HAL "

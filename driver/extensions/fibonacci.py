@@ -144,13 +144,12 @@ def _declare(prefix: int) -> OperationDeclaration:
     quant64 = make_extension_type(prefix, EXAMPLE_TENSOR_QUANT64_ASYMM)
     v = HalVersion.V1_2
 
-    def validate(ctx: OperationContext) -> HalVersion | None:
+    def validate(ctx: OperationContext) -> None:
         if ctx.input_type(0) == F32:
             ctx.check_rank(0, min_rank=1, max_rank=4)
             s = ctx.shapes[0]
             if s is not None and math.prod(s) != 1:
                 raise ctx.invalid(f"input 0 must hold exactly one element, got shape {list(s)}")
-        return None
 
     def infer_shapes(ctx: OperationContext):
         return [(_n(ctx, ctx.input_type(0) == F32),)]

@@ -233,7 +233,7 @@ _ANY_RANK = frozenset({int(OperationType.HARD_SWISH), int(OperationType.ELU)})
 _RELUS = frozenset({int(OperationType.RELU), int(OperationType.RELU1), int(OperationType.RELU6)})
 
 
-def _validate_activation(ctx: OperationContext) -> HalVersion | None:
+def _validate_activation(ctx: OperationContext) -> None:
     op = ctx.operation_type
     if op not in _ANY_RANK:
         ctx.check_rank(0, max_rank=4)

@@ -7,12 +7,13 @@ all read these declarations; nothing else restates an operation's rules.
 
 The three behaviour hooks receive one :class:`OperationContext`:
 
-``validate(ctx) -> HalVersion | None``
+``validate(ctx) -> None``
     Semantic checks the signature table cannot express (ranks, parameter ranges, scale
-    relations, layouts). Raise ``ctx.invalid(...)`` to reject; return the minimum HAL
-    version these features need (or ``None``). Runs at validation time, when tensor
-    shapes and constant values may be unknown: ``ctx.shape(i)``/``ctx.value(i)`` then
-    raise :class:`Unknown`, which the caller treats as "cannot check yet".
+    relations, layouts). Raise ``ctx.invalid(...)`` to reject; report the minimum HAL
+    version these features need with ``ctx.require_version(v)``, before any deferrable
+    rejection (see there). Runs at validation time, when tensor shapes and constant
+    values may be unknown: ``ctx.shape(i)``/``ctx.value(i)`` then raise
+    :class:`Unknown`, which the caller treats as "cannot check yet".
 ``infer_shapes(ctx) -> list[shape | None]``
     Output shapes from input shapes (and constant values such as RESHAPE's shape).
     ``None`` for an output whose shape only the kernel can know (data-dependent, e.g.
@@ -119,7 +120,7 @@ def signatures(
 # Declarations and registry
 # ---------------------------------------------------------------------------------------
 
-ValidateFn = Callable[["OperationContext"], HalVersion | None]
+ValidateFn = Callable[["OperationContext"], None]
 InferFn = Callable[["OperationContext"], Sequence[Shape | None]]
 ExecuteFn = Callable[["OperationContext"], Sequence[np.ndarray]]
 
@@ -140,6 +141,16 @@ class OperationDeclaration:
     @property
     def min_version(self) -> HalVersion:
         return min((s.version for s in self.signatures), default=HalVersion.V1_3)
+
+    def run_validate(self, ctx: OperationContext) -> None:
+        """Run the validate hook, if there is one. A hook reports the HAL version it needs
+        only through ``ctx.require_version``: a value it returned would be lost, so
+        returning one is a bug in the hook (TypeError)."""
+        if self.validate is not None and self.validate(ctx) is not None:
+            raise TypeError(
+                f"the validate hook of {operation_type_name(self.type)} returned a value; "
+                "a hook reports a HAL version with ctx.require_version"
+            )
 
 
 # ---------------------------------------------------------------------------------------
@@ -382,23 +393,23 @@ class OperationContext:
             f"input {i} must have rank {want}, got shape {list(s)}", deferrable=deferrable
         )
 
-    def require_version(self, need: HalVersion | None) -> HalVersion | None:
-        """``need``, the HAL version this use of the operation needs (None: any), rejected
-        at once when validating as an older version. A hook calls it before its deferrable
-        rejections, which would otherwise hide the version it returns: Android's
-        ``validateHalVersion`` rejects such a model whatever else is wrong with it."""
+    def require_version(self, need: HalVersion | None) -> None:
+        """This use of the operation needs HAL ``need`` (None: any): rejected at once when
+        validating as an older version, and recorded in ``required_version`` otherwise.
+
+        The only way a validate hook reports a version. Call it before the hook's
+        deferrable rejections: Android's ``validateHalVersion`` rejects such a model
+        whatever else is wrong with it, and the record survives the hook raising Unknown
+        (a value only the request gives) or a deferrable rejection afterwards."""
         if need is None:
-            return None
+            return
         if need > self.version:
             raise self.invalid(
                 f"this use of {operation_type_name(self.operation_type)} needs HAL "
                 f"{HalVersion(need).label}; validating as HAL {HalVersion(self.version).label}"
             )
-        # Recorded too: the validator reads it even when the hook goes on to raise
-        # Unknown (a value only the request gives) or a deferrable rejection.
         if self.required_version is None or need > self.required_version:
             self.required_version = need
-        return need
 
 
 def dtype_of(ctx: OperationContext, output: int = 0) -> np.dtype:

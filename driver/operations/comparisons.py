@@ -37,7 +37,7 @@ _COMPARE = {
 }
 
 
-def _validate_none(ctx: OperationContext) -> HalVersion | None:
+def _validate_none(ctx: OperationContext) -> None:
     return None
 
 
@@ -148,7 +148,7 @@ LOGICAL_NOT = OperationDeclaration(
 # --- SELECT ------------------------------------------------------------------------------
 
 
-def _validate_select(ctx: OperationContext) -> HalVersion | None:
+def _validate_select(ctx: OperationContext) -> None:
     # Android 11's Select.cpp validate checks types and versions only; its prepare()
     # compares the shapes, at execution: deferrable.
     known = [i for i in range(3) if ctx.shapes[i] is not None]

@@ -177,7 +177,7 @@ def _infer_data_dependent(ctx: OperationContext) -> list[Shape | None]:
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_if(ctx: OperationContext) -> HalVersion:
+def _validate_if(ctx: OperationContext) -> None:
     ctx.check(
         ctx.num_inputs >= IF_FIRST_INPUT,
         f"IF needs at least 3 inputs (condition, then, else), got {ctx.num_inputs}",
@@ -213,7 +213,7 @@ def _validate_if(ctx: OperationContext) -> HalVersion:
                 ctx.output_operand(i),
                 f"{role} subgraph {index} output {i} vs IF output {i}",
             )
-    return HalVersion.V1_3
+    ctx.require_version(HalVersion.V1_3)
 
 
 def _execute_if(ctx: OperationContext) -> list[np.ndarray]:
@@ -241,7 +241,7 @@ IF = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_while(ctx: OperationContext) -> HalVersion:
+def _validate_while(ctx: OperationContext) -> None:
     ctx.check(
         ctx.num_inputs >= WHILE_FIRST_INPUT + 1,
         f"WHILE needs at least 3 inputs (condition, body, one value), got {ctx.num_inputs}",
@@ -312,7 +312,7 @@ def _validate_while(ctx: OperationContext) -> HalVersion:
             _io_operand(ctx, body, body_index, "output", i),
             f"body subgraph {body_index} input {i} vs its output {i} (fed back)",
         )
-    return HalVersion.V1_3
+    ctx.require_version(HalVersion.V1_3)
 
 
 def _execute_while(ctx: OperationContext) -> list[np.ndarray]:

@@ -448,7 +448,7 @@ def _validate_common(
     channel_dim: int,
     *,
     strict_ranks: bool = True,
-) -> HalVersion | None:
+) -> None:
     """Ranks, quantization and parameter ranges (the parameter-form versions are in the
     signatures). ``params`` reads the parameters, once per context.
 
@@ -460,7 +460,7 @@ def _validate_common(
     if strict_ranks:
         ctx.check_rank(0, exact=4)
         ctx.check_rank(1, exact=4)
-    version = ctx.require_version(_validate_quant(ctx, channel_dim))
+    ctx.require_version(_validate_quant(ctx, channel_dim))
     try:
         if not strict_ranks:
             ctx.check_rank(0, exact=4, deferrable=True)
@@ -470,7 +470,6 @@ def _validate_common(
         ctx.once(params)
     except Unknown:
         pass
-    return version
 
 
 # ---------------------------------------------------------------------------------------
@@ -747,8 +746,8 @@ def _output_hw(
     return pads, oh, ow
 
 
-def _validate_conv(ctx: OperationContext) -> HalVersion | None:
-    return _validate_common(ctx, _conv_params, channel_dim=0)
+def _validate_conv(ctx: OperationContext) -> None:
+    _validate_common(ctx, _conv_params, channel_dim=0)
 
 
 def _infer_conv(ctx: OperationContext) -> list[Shape]:
@@ -790,8 +789,8 @@ CONV_2D = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_depthwise(ctx: OperationContext) -> HalVersion | None:
-    return _validate_common(ctx, _depthwise_params, channel_dim=3)
+def _validate_depthwise(ctx: OperationContext) -> None:
+    _validate_common(ctx, _depthwise_params, channel_dim=3)
 
 
 def _infer_depthwise(ctx: OperationContext) -> list[Shape]:
@@ -840,9 +839,9 @@ DEPTHWISE_CONV_2D = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_grouped(ctx: OperationContext) -> HalVersion | None:
+def _validate_grouped(ctx: OperationContext) -> None:
+    # HAL 1.2 (signed: 1.3) whatever the scales: the signatures say so.
     _validate_common(ctx, _grouped_params, channel_dim=0, strict_ranks=False)
-    return None  # HAL 1.2 (signed: 1.3) whatever the scales: the signatures say so
 
 
 def _infer_grouped(ctx: OperationContext) -> list[Shape]:
@@ -927,9 +926,8 @@ def _transpose_pads(
     return left, right, top, bottom
 
 
-def _validate_transpose(ctx: OperationContext) -> HalVersion | None:
+def _validate_transpose(ctx: OperationContext) -> None:
     _validate_common(ctx, _transpose_checked_params, channel_dim=0)
-    return None
 
 
 def _transpose_geometry(ctx: OperationContext):

@@ -380,7 +380,7 @@ def _check_rois_ordered(ctx: OperationContext, boxes: np.ndarray, what: str) -> 
         raise _op_failed(ctx, f"{what} box {k} {b[k].tolist()} has x2 < x1 or y2 < y1")
 
 
-def _validate_bbox_transform(ctx: OperationContext) -> HalVersion | None:
+def _validate_bbox_transform(ctx: OperationContext) -> None:
     _check_box_input(ctx, 0, "roi")
     _check_box_input(ctx, 3, "image info")
     _check_box_output(ctx, 0, "output boxes")
@@ -460,7 +460,7 @@ def _validate_roi_common(ctx: OperationContext, stride_h: int, stride_w: int) ->
     )
 
 
-def _validate_roi_align(ctx: OperationContext) -> HalVersion | None:
+def _validate_roi_align(ctx: OperationContext) -> None:
     _validate_roi_common(ctx, 5, 6)
     rh, rw = ctx.scalar(7), ctx.scalar(8)
     ctx.check(rh >= 0, f"input 7 (height sampling ratio) must be >= 0, got {rh}", deferrable=True)
@@ -787,7 +787,7 @@ ROI_ALIGN = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_roi_pooling(ctx: OperationContext) -> HalVersion | None:
+def _validate_roi_pooling(ctx: OperationContext) -> None:
     _check_same_quant(ctx, 0, 0, "output")
     _validate_roi_common(ctx, 5, 6)
     return None
@@ -923,7 +923,7 @@ ROI_POOLING = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_heatmap(ctx: OperationContext) -> HalVersion | None:
+def _validate_heatmap(ctx: OperationContext) -> None:
     _check_box_input(ctx, 1, "boxes")
     _check_box_output(ctx, 1, "keypoints")
     return None
@@ -1070,7 +1070,7 @@ HEATMAP_MAX_KEYPOINT = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_box_nms(ctx: OperationContext) -> HalVersion | None:
+def _validate_box_nms(ctx: OperationContext) -> None:
     _check_box_input(ctx, 1, "roi")
     _check_box_output(ctx, 1, "output boxes")
     _check_same_quant(ctx, 0, 0, "output scores")
@@ -1237,7 +1237,7 @@ BOX_WITH_NMS_LIMIT = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_detection(ctx: OperationContext) -> HalVersion | None:
+def _validate_detection(ctx: OperationContext) -> None:
     for i, what in ((3, "y scale"), (4, "x scale"), (5, "h scale"), (6, "w scale")):
         v = ctx.scalar(i)
         ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}", deferrable=True)
@@ -1373,7 +1373,7 @@ DETECTION_POSTPROCESSING = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_proposals(ctx: OperationContext) -> HalVersion | None:
+def _validate_proposals(ctx: OperationContext) -> None:
     _check_box_input(ctx, 2, "anchors")
     _check_box_input(ctx, 3, "image info")
     _check_box_output(ctx, 1, "output boxes")

@@ -371,7 +371,7 @@ def _binary_with_activation(types_by_version) -> tuple[Signature, ...]:
     return tuple(sigs)
 
 
-def _validate_binary(ctx: OperationContext) -> HalVersion | None:
+def _validate_binary(ctx: OperationContext) -> None:
     # Android 11's BroadcastOps validate checks the ranks (when both are known) and, for a
     # TENSOR_QUANT8_ASYMM MUL, output.scale > input1.scale * input2.scale. The other rules
     # here are its prepare()'s and kernels' (deferrable), so they come after those.
@@ -586,7 +586,7 @@ def _same_type_sigs(types_by_version, arity: int = 2) -> tuple[Signature, ...]:
     )
 
 
-def _validate_plain_binary(ctx: OperationContext) -> HalVersion | None:
+def _validate_plain_binary(ctx: OperationContext) -> None:
     return None
 
 

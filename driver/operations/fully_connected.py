@@ -35,7 +35,7 @@ from driver.operations.quant import apply_activation_float
 V = HalVersion
 
 
-def _validate(ctx: OperationContext) -> HalVersion | None:
+def _validate(ctx: OperationContext) -> None:
     """Android 11's FullyConnected.cpp ``validate`` checks the HAL version (the quant8
     output scale rule below) and, when every rank is known, ``validateShapes``: the ranks,
     the bias length against num_units and the input's element count against input_size.
@@ -43,27 +43,25 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
     unknown; so are the fused activation and the bias scale, which only the kernel
     checks. Strict rules come first."""
     # Messages are built only on failure: validation runs these hooks per operation.
-    version = None
     quantized = ctx.input_type(0) in QUANT8
     if quantized:
         # The float32 product of float32 scales (their double product is exact, rounded once).
         product = f32(f32(ctx.input_scale(0)) * f32(ctx.input_scale(1)))
         # Before HAL 1.2 the output scale had to exceed inputScale * weightsScale.
         if ctx.input_type(0) == _T.TENSOR_QUANT8_ASYMM and not (f32(ctx.output_scale(0)) > product):
-            version = V.V1_2
-    version = ctx.require_version(version)
+            ctx.require_version(V.V1_2)
     all_known = None not in (ctx.known_rank(0), ctx.known_rank(1), ctx.known_rank(2))
     ctx.check_rank(0, min_rank=2, max_rank=4, deferrable=not all_known)
     ctx.check_rank(1, exact=2, deferrable=not all_known)
     ctx.check_rank(2, exact=1, deferrable=not all_known)
     if all_known:
         _validate_shapes(ctx)
-    # An activation that is not a constant raises Unknown: it must not skip the scale
-    # rules below (and the HAL 1.2 requirement they set).
+    # An activation that is not a constant raises Unknown: it must not skip the bias
+    # scale rule below.
     with contextlib.suppress(Unknown):
         check_activation(ctx, 3)
     if not quantized:
-        return None
+        return
     bias_scale = f32(ctx.input_scale(2))
     if not abs(product - bias_scale) <= 1e-6 * min(product, bias_scale):
         raise ctx.invalid(
@@ -71,7 +69,6 @@ def _validate(ctx: OperationContext) -> HalVersion | None:
             f"got {bias_scale!r}",
             deferrable=True,
         )
-    return version
 
 
 def _validate_shapes(ctx: OperationContext) -> None:

@@ -55,7 +55,7 @@ def _check_rows(ctx: OperationContext, lookups: np.ndarray, rows: int, fail) -> 
         raise fail(ctx, f"input 0: lookup {int(bad[0])} is out of range for {rows} rows")
 
 
-def _validate_embedding_lookup(ctx: OperationContext) -> HalVersion | None:
+def _validate_embedding_lookup(ctx: OperationContext) -> None:
     _check_vector(ctx, 0, "lookups")
     ctx.check_rank(1, min_rank=2, max_rank=2**31, deferrable=True)
     require_same_quant(ctx, 1, 0)
@@ -139,7 +139,7 @@ def hashtable_positions(keys: np.ndarray, lookups: np.ndarray) -> np.ndarray:
     return bionic_bsearch(keys, lookups)
 
 
-def _validate_hashtable_lookup(ctx: OperationContext) -> HalVersion | None:
+def _validate_hashtable_lookup(ctx: OperationContext) -> None:
     _check_vector(ctx, 0, "lookups")
     _check_vector(ctx, 1, "keys")
     ctx.check_rank(2, min_rank=1, max_rank=2**31, deferrable=True)

@@ -40,7 +40,7 @@ required and optional tensor groups (CIFG, peephole, projection, layer norm, aux
 weights), merge_outputs against the output count, activation and clip values, and the
 quantization conditions are checked in ``prepare()`` (``LSTMCell::Prepare`` /
 ``CheckInputTensorDimensions``, ``QuantizedLSTMCell::prepare``) or by the kernels, at
-execution. The HAL version a hook returns (parallel linking) is checked before them
+execution. The HAL version a use needs (parallel linking) is checked before them
 (``ctx.require_version``).
 """
 
@@ -617,7 +617,7 @@ def _lstm_config(ctx: OperationContext) -> tuple[int, CellConfig]:
     return s[0], check_cell(ctx, _lstm_cell_of(ctx), s[0], s[1])
 
 
-def _validate_lstm(ctx: OperationContext) -> HalVersion | None:
+def _validate_lstm(ctx: OperationContext) -> None:
     check_lstm_activation(ctx, 20)
     _check_clips(ctx, 21, 22)
     _lstm_config(ctx)
@@ -685,7 +685,7 @@ def _uni_lstm_config(ctx: OperationContext) -> tuple[int, int, CellConfig]:
     return n_time, n_batch, check_cell(ctx, UNI_CELL, n_batch, s[2])
 
 
-def _validate_uni_lstm(ctx: OperationContext) -> HalVersion | None:
+def _validate_uni_lstm(ctx: OperationContext) -> None:
     check_lstm_activation(ctx, 20)
     _check_clips(ctx, 21, 22)
     _uni_lstm_config(ctx)
@@ -812,16 +812,15 @@ def parallel_linking_declared(ctx: OperationContext, aux_input: int, aux_weights
     return not ctx.is_omitted(aux_input) and all(ctx.is_omitted(i) for i in aux_weights)
 
 
-def _validate_bi_lstm(ctx: OperationContext) -> HalVersion | None:
+def _validate_bi_lstm(ctx: OperationContext) -> None:
     aux_weights = (*BI_FW.aux_weights, *BI_BW.aux_weights)
     parallel = parallel_linking_declared(ctx, BI_AUX_INPUT, aux_weights)
-    need = ctx.require_version(V.V1_3 if parallel else None)
+    ctx.require_version(V.V1_3 if parallel else None)
     check_lstm_activation(ctx, 48)
     _check_clips(ctx, 49, 50)
     # Shape inference and the kernel check again with what the run gives.
     with contextlib.suppress(Unknown):
         _bi_lstm_config(ctx)
-    return need
 
 
 def _infer_bi_lstm(ctx: OperationContext) -> list[Shape]:
@@ -1108,7 +1107,7 @@ def _f32_eq(a: float, b: float) -> bool:
     return bool(F32(a) == F32(b))
 
 
-def _validate_q16(ctx: OperationContext) -> HalVersion | None:
+def _validate_q16(ctx: OperationContext) -> None:
     for i in (0, 14):
         ctx.check(
             _f32_eq(ctx.input_scale(i), 1 / 128) and ctx.input_zero_point(i) == 128,
@@ -1291,7 +1290,7 @@ def _cell_shift(ctx: OperationContext) -> int:
     return shift
 
 
-def _validate_qlstm(ctx: OperationContext) -> HalVersion | None:
+def _validate_qlstm(ctx: OperationContext) -> None:
     _cell_shift(ctx)
     try:
         gated_input = is_present(ctx, 1)

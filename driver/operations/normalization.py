@@ -127,14 +127,12 @@ def _softmax_params(ctx: OperationContext) -> float:
     return beta
 
 
-def _validate_softmax(ctx: OperationContext) -> HalVersion | None:
+def _validate_softmax(ctx: OperationContext) -> None:
     """Strict: the rank limit and the HAL version (Softmax.cpp validate); deferrable, after
     them: the rest (prepare() and the kernel)."""
     r = _check_max_rank(ctx)
-    version = None
     if ctx.num_inputs == 2 and r and r not in (2, 4):
-        version = V.V1_2  # HAL 1.0/1.1 softmax takes 2-D or 4-D inputs only
-    version = ctx.require_version(version)
+        ctx.require_version(V.V1_2)  # HAL 1.0/1.1 softmax takes 2-D or 4-D inputs only
     _check_not_scalar(ctx, r)
     t = ctx.input_type(0)
     if t in QUANT8:
@@ -151,7 +149,6 @@ def _validate_softmax(ctx: OperationContext) -> HalVersion | None:
     with contextlib.suppress(Unknown):
         if r is not None:
             _axis(ctx, 2, r)
-    return version
 
 
 def _infer_softmax(ctx: OperationContext) -> list[Shape]:
@@ -244,7 +241,7 @@ SOFTMAX = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_log_softmax(ctx: OperationContext) -> HalVersion | None:
+def _validate_log_softmax(ctx: OperationContext) -> None:
     # LogSoftmax.cpp validate checks types and the version only.
     r = ctx.known_rank(0)
     _check_not_scalar(ctx, r)
@@ -289,14 +286,12 @@ LOG_SOFTMAX = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_l2(ctx: OperationContext) -> HalVersion | None:
+def _validate_l2(ctx: OperationContext) -> None:
     """Strict: the rank limit and the HAL version (L2Normalization.cpp validate);
     deferrable, after them: the rest (prepare() and the kernel)."""
     r = _check_max_rank(ctx)
-    version = None
     if ctx.num_inputs == 1 and r != 4:
-        version = V.V1_2  # HAL 1.0/1.1: 4-D only
-    version = ctx.require_version(version)
+        ctx.require_version(V.V1_2)  # HAL 1.0/1.1: 4-D only
     _check_not_scalar(ctx, r)
     t = ctx.input_type(0)
     if t in QUANT8:
@@ -311,7 +306,6 @@ def _validate_l2(ctx: OperationContext) -> HalVersion | None:
     with contextlib.suppress(Unknown):
         if r is not None:
             _axis(ctx, 1, r)
-    return version
 
 
 def _infer_l2(ctx: OperationContext) -> list[Shape]:
@@ -366,14 +360,12 @@ L2_NORMALIZATION = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_lrn(ctx: OperationContext) -> HalVersion | None:
+def _validate_lrn(ctx: OperationContext) -> None:
     """Strict: the rank limit and the HAL version (LocalResponseNormalization.cpp
     validate); deferrable, after them: the radius and the axis (prepare())."""
     r = _check_max_rank(ctx)
-    version = None
     if ctx.num_inputs == 5 and r != 4:
-        version = V.V1_2
-    version = ctx.require_version(version)
+        ctx.require_version(V.V1_2)
     _check_not_scalar(ctx, r)
     with contextlib.suppress(Unknown):
         radius = ctx.scalar(1)
@@ -381,7 +373,6 @@ def _validate_lrn(ctx: OperationContext) -> HalVersion | None:
     with contextlib.suppress(Unknown):
         if r is not None:
             _axis(ctx, 5, r)
-    return version
 
 
 def _infer_lrn(ctx: OperationContext) -> list[Shape]:
@@ -429,7 +420,7 @@ LOCAL_RESPONSE_NORMALIZATION = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_instance(ctx: OperationContext) -> HalVersion | None:
+def _validate_instance(ctx: OperationContext) -> None:
     # Deferrable: InstanceNormalization.cpp validate checks types and the version only;
     # prepare() checks the rank.
     ctx.check_rank(0, exact=4, deferrable=True)

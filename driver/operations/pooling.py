@@ -102,7 +102,7 @@ def _geometry(ctx: OperationContext, params: tuple[ConvParams, int, int] | None 
     return p, fh, fw, pads, n, oh, ow, c
 
 
-def _validate(ctx: OperationContext) -> HalVersion | None:
+def _validate(ctx: OperationContext) -> None:
     ctx.check_rank(0, exact=4)
     if ctx.input_type(0) in QUANT8 and not (
         f32(ctx.output_scale(0)) == f32(ctx.input_scale(0))

@@ -36,7 +36,7 @@ def _infer_same(ctx: OperationContext) -> list[Shape]:
 # --- DEQUANTIZE --------------------------------------------------------------------------
 
 
-def _validate_dequantize(ctx: OperationContext) -> HalVersion | None:
+def _validate_dequantize(ctx: OperationContext) -> None:
     ctx.check_rank(0, max_rank=4)
     return None
 

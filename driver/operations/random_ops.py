@@ -217,17 +217,18 @@ def _lsh_signatures() -> tuple[Signature, ...]:
     return tuple(sigs)
 
 
-def _validate_lsh(ctx: OperationContext) -> HalVersion | None:
+def _validate_lsh(ctx: OperationContext) -> None:
     # Android 11's validateOperation checks counts, types and versions; the projection
     # type's value is LSHProjection::Prepare's switch, at execution: deferrable.
     kind = ctx.scalar(3)
+    if kind == LSH_SPARSE:
+        ctx.require_version(V.V1_2)
     ctx.check(
         kind in (LSH_SPARSE_DEPRECATED, LSH_DENSE, LSH_SPARSE),
         f"input 3 (projection type) must be 1 (sparse, deprecated), 2 (dense) or 3 "
         f"(sparse), got {kind}",
         deferrable=True,
     )
-    return V.V1_2 if kind == LSH_SPARSE else None
 
 
 def _infer_lsh(ctx: OperationContext) -> list[Shape]:
@@ -403,7 +404,7 @@ def philox_doubles(seed: int, seed2: int, count: int, start: int = 0) -> np.ndar
     return bits.view(np.float64) - 1.0
 
 
-def _validate_multinomial(ctx: OperationContext) -> HalVersion | None:
+def _validate_multinomial(ctx: OperationContext) -> None:
     # Android 11's validateOperation checks counts, types and the version only; the ranks
     # and the sample count are Multinomial::Prepare's, at execution: deferrable.
     ctx.check_rank(0, exact=2, deferrable=True)

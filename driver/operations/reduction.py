@@ -114,7 +114,7 @@ def _keep_dims(ctx: OperationContext) -> bool:
     return bool(ctx.scalar(2))
 
 
-def _validate_reduce(ctx: OperationContext) -> HalVersion | None:
+def _validate_reduce(ctx: OperationContext) -> None:
     ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
@@ -351,7 +351,7 @@ def _first_extreme_columns(v: np.ndarray, is_min: bool) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_arg(ctx: OperationContext) -> HalVersion | None:
+def _validate_arg(ctx: OperationContext) -> None:
     with when_known:
         shape = ctx.shape(0)
         normalize_axis(ctx, 1, ctx.scalar(1), len(shape))
@@ -424,7 +424,7 @@ def _topk_k(ctx: OperationContext) -> int:
     return k
 
 
-def _validate_topk(ctx: OperationContext) -> HalVersion | None:
+def _validate_topk(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _topk_k(ctx)

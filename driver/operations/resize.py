@@ -75,7 +75,7 @@ def _flags(ctx: OperationContext) -> tuple[bool, bool, bool]:
     return nchw, align, half
 
 
-def _validate(ctx: OperationContext) -> HalVersion | None:
+def _validate(ctx: OperationContext) -> None:
     # Strict: the rank when known (ResizeImageOps.cpp validate, hasKnownRank); the rest is
     # deferrable (prepare() and the kernel).
     ctx.check_rank(0, exact=4)

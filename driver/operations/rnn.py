@@ -170,7 +170,7 @@ def _rnn_sizes(ctx: OperationContext) -> tuple[int, int]:
     return s[0], _check_rnn_weights(ctx, 1, 4, s[0], s[1])
 
 
-def _validate_rnn(ctx: OperationContext) -> HalVersion | None:
+def _validate_rnn(ctx: OperationContext) -> None:
     check_fuse_code(ctx, 5)
     _rnn_sizes(ctx)
     return None
@@ -218,7 +218,7 @@ def _uni_rnn_sizes(ctx: OperationContext) -> tuple[int, int, int, bool]:
     return n_time, n_batch, _check_rnn_weights(ctx, 1, 4, n_batch, s[2]), bool(time_major)
 
 
-def _validate_uni_rnn(ctx: OperationContext) -> HalVersion | None:
+def _validate_uni_rnn(ctx: OperationContext) -> None:
     check_fuse_code(ctx, 5)
     _uni_rnn_sizes(ctx)
     return None
@@ -338,16 +338,15 @@ def _bi_rnn_layout(ctx: OperationContext) -> _BiRnnLayout:
     return _BiRnnLayout(n_time, n_batch, fw_units, bw_units, time_major, merge, linking)
 
 
-def _validate_bi_rnn(ctx: OperationContext) -> HalVersion | None:
+def _validate_bi_rnn(ctx: OperationContext) -> None:
     # Parallel linking is documented "since API level 30" (HAL 1.3); checked before the
     # deferrable rejections below.
     parallel = parallel_linking_declared(ctx, _AUX_INPUT, (_FW_AUX, _BW_AUX))
-    need = ctx.require_version(V.V1_3 if parallel else None)
+    ctx.require_version(V.V1_3 if parallel else None)
     check_fuse_code(ctx, 12)
     # Shape inference and the kernel check again with what the run gives.
     with contextlib.suppress(Unknown):
         _bi_rnn_layout(ctx)
-    return need
 
 
 def _infer_bi_rnn(ctx: OperationContext) -> list[Shape]:
@@ -452,7 +451,7 @@ def _svdf_sizes(ctx: OperationContext) -> tuple[int, int, int, int]:
     return n_batch, n_filters, n_units, memory
 
 
-def _validate_svdf(ctx: OperationContext) -> HalVersion | None:
+def _validate_svdf(ctx: OperationContext) -> None:
     check_fuse_code(ctx, 6)
     _svdf_sizes(ctx)
     return None

@@ -62,7 +62,7 @@ QUANT8 = frozenset({Q8, Q8S})
 
 when_known = contextlib.suppress(Unknown)
 """``with when_known: ...`` runs checks that need values or shapes only when they are
-known, so a validate hook still returns the HAL version it computed before them."""
+known; otherwise the hook goes on past them to its remaining checks."""
 
 
 def family_signatures(
@@ -176,7 +176,7 @@ def _reshape_target(ctx: OperationContext) -> list[int]:
     return target
 
 
-def _validate_reshape(ctx: OperationContext) -> HalVersion | None:
+def _validate_reshape(ctx: OperationContext) -> None:
     ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
@@ -226,7 +226,7 @@ RESHAPE = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_squeeze(ctx: OperationContext) -> HalVersion | None:
+def _validate_squeeze(ctx: OperationContext) -> None:
     ctx.check_rank(0)
     require_same_quant(ctx)
     return None
@@ -268,7 +268,7 @@ SQUEEZE = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_expand_dims(ctx: OperationContext) -> HalVersion | None:
+def _validate_expand_dims(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _infer_expand_dims(ctx)
@@ -308,7 +308,7 @@ def _perm(ctx: OperationContext) -> list[int] | None:
     return perm
 
 
-def _validate_transpose(ctx: OperationContext) -> HalVersion | None:
+def _validate_transpose(ctx: OperationContext) -> None:
     ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
@@ -358,14 +358,13 @@ TRANSPOSE = OperationDeclaration(
 # ---------------------------------------------------------------------------------------
 
 
-def _validate_concatenation(ctx: OperationContext) -> HalVersion | None:
+def _validate_concatenation(ctx: OperationContext) -> None:
     n = ctx.num_inputs - 1
-    version = None
     if ctx.input_type(0) == Q8:
         # Before 1.2 every QUANT8_ASYMM input must share the output's quantization.
         so, zo = ctx.output_scale(0), ctx.output_zero_point(0)
         if any(ctx.input_scale(i) != so or ctx.input_zero_point(i) != zo for i in range(n)):
-            version = V.V1_2
+            ctx.require_version(V.V1_2)
     for i in range(n):
         ctx.check_rank(i)
     with when_known:
@@ -375,7 +374,6 @@ def _validate_concatenation(ctx: OperationContext) -> HalVersion | None:
             f"input {n}: the concatenation axis must be >= 0, got {axis}",
             deferrable=True,
         )
-    return version
 
 
 def _infer_concatenation(ctx: OperationContext) -> list[Shape]:
@@ -471,7 +469,7 @@ def _split_count(ctx: OperationContext) -> int:
     return n
 
 
-def _validate_split(ctx: OperationContext) -> HalVersion | None:
+def _validate_split(ctx: OperationContext) -> None:
     for k in range(ctx.num_outputs):
         require_same_quant(ctx, 0, k)
     with when_known:
@@ -536,7 +534,7 @@ def _slice_bounds(ctx: OperationContext) -> list[tuple[int, int]]:
     return bounds
 
 
-def _validate_slice(ctx: OperationContext) -> HalVersion | None:
+def _validate_slice(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     return None
 
@@ -618,7 +616,7 @@ def _strided_slice_plan(ctx: OperationContext) -> tuple[tuple[slice, ...], Shape
     return tuple(slices), tuple(out) or (1,)
 
 
-def _validate_strided_slice(ctx: OperationContext) -> HalVersion | None:
+def _validate_strided_slice(ctx: OperationContext) -> None:
     ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
@@ -667,17 +665,15 @@ def _paddings(ctx: OperationContext, i: int, rows: int | None) -> np.ndarray:
     return p
 
 
-def _validate_pad(ctx: OperationContext) -> HalVersion | None:
-    version = None
+def _validate_pad(ctx: OperationContext) -> None:
     # PAD on QUANT8_ASYMM is 1.1 only when the logical zero is the byte 0: before 1.2 the
     # pad value of quantized tensors was undefined.
     if ctx.operation_type == OP.PAD and ctx.input_type(0) == Q8 and ctx.input_zero_point(0):
-        version = V.V1_2
+        ctx.require_version(V.V1_2)
     ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:
         _paddings(ctx, 1, None)
-    return version
 
 
 def _infer_pad(ctx: OperationContext) -> list[Shape]:
@@ -747,7 +743,7 @@ def _multiples(ctx: OperationContext, rank: int | None) -> list[int]:
     return m
 
 
-def _validate_tile(ctx: OperationContext) -> HalVersion | None:
+def _validate_tile(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _multiples(ctx, None)
@@ -795,7 +791,7 @@ def _deferred_invalid(ctx: OperationContext, message: str) -> HalError:
     return ctx.invalid(message, deferrable=True)
 
 
-def _validate_gather(ctx: OperationContext) -> HalVersion | None:
+def _validate_gather(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         shape = ctx.shape(0)
@@ -844,7 +840,7 @@ def _fill_dims(ctx: OperationContext) -> list[int]:
     return dims
 
 
-def _validate_fill(ctx: OperationContext) -> HalVersion | None:
+def _validate_fill(ctx: OperationContext) -> None:
     with when_known:
         _fill_dims(ctx)
     return None
@@ -872,7 +868,7 @@ FILL = OperationDeclaration(
 )
 
 
-def _validate_rank(ctx: OperationContext) -> HalVersion | None:
+def _validate_rank(ctx: OperationContext) -> None:
     return None
 
 
@@ -949,12 +945,11 @@ def _layout_signatures(types: list, base_inputs) -> tuple[Signature, ...]:
     return plain + with_layout
 
 
-def _validate_space_op(ctx: OperationContext) -> HalVersion | None:
-    version = None
+def _validate_space_op(ctx: OperationContext) -> None:
     # As PAD: quantized padding with a non-zero logical zero is defined from 1.2.
     s2b = ctx.operation_type == OP.SPACE_TO_BATCH_ND
     if s2b and ctx.input_type(0) == Q8 and ctx.input_zero_point(0):
-        version = V.V1_2
+        ctx.require_version(V.V1_2)
     ctx.check_rank(0, exact=4)
     require_same_quant(ctx)
     with when_known:
@@ -964,7 +959,6 @@ def _validate_space_op(ctx: OperationContext) -> HalVersion | None:
             _block_size(ctx)
         if ctx.operation_type == OP.SPACE_TO_BATCH_ND:
             _paddings(ctx, 2, 2)
-    return version
 
 
 def _infer_batch_to_space(ctx: OperationContext) -> list[Shape]:
@@ -1131,7 +1125,7 @@ def _shuffle_params(ctx: OperationContext) -> tuple[int, int]:
     return axis, groups
 
 
-def _validate_channel_shuffle(ctx: OperationContext) -> HalVersion | None:
+def _validate_channel_shuffle(ctx: OperationContext) -> None:
     ctx.check_rank(0)
     require_same_quant(ctx)
     with when_known:

@@ -23,12 +23,12 @@ from driver.operations.elementwise import float_kernel, float_result, reject_zer
 V = HalVersion
 
 
-def _validate_floor(ctx: OperationContext) -> HalVersion | None:
+def _validate_floor(ctx: OperationContext) -> None:
     ctx.check_rank(0, max_rank=4)
     return None
 
 
-def _validate_none(ctx: OperationContext) -> HalVersion | None:
+def _validate_none(ctx: OperationContext) -> None:
     return None
 
 

@@ -22,6 +22,7 @@ is skipped. Every loop is bounded, so generation never hangs.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
 from collections.abc import Callable, Sequence
@@ -890,13 +891,10 @@ class Generator:
             relaxed=self.relaxed,
             location=where,
         )
-        if decl.validate is not None:
-            try:
-                extra = decl.validate(ctx)
-            except Unknown:
-                extra = None
-            if extra is not None and extra > need:
-                need = extra
+        with contextlib.suppress(Unknown):
+            decl.run_validate(ctx)
+        if ctx.required_version is not None and ctx.required_version > need:
+            need = ctx.required_version
         if need > self.version:
             raise Reject(f"needs HAL {need.label}")
         inferred = list(decl.infer_shapes(ctx))

@@ -605,6 +605,41 @@ def test_space_to_batch_quantized_pads_with_zero_point():
     )
 
 
+@pytest.mark.parametrize(
+    "op, args, outs",
+    [
+        # Mixed quantization (HAL 1.2) and a negative axis (left to execution).
+        (
+            O.CONCATENATION,
+            [tensor(Q8, [1], scale=0.5), tensor(Q8, [2], scale=1.0), i(-1)],
+            [output(Q8, (2,), scale=0.5)],
+        ),
+        # A non-zero quant8 zero point (HAL 1.2) and a negative padding (execution).
+        (
+            O.PAD,
+            [tensor(Q8, [7, 8], scale=0.5, zero_point=3), i32([[0, -1]])],
+            [output(Q8, (1,), scale=0.5, zero_point=3)],
+        ),
+        (
+            O.SPACE_TO_BATCH_ND,
+            [
+                tensor(Q8, np.zeros((1, 2, 2, 1)), scale=0.5, zero_point=3),
+                i32([0, 2]),
+                i32([[0, 0], [0, 0]]),
+            ],
+            [output(Q8, (0, 2, 1, 1), scale=0.5, zero_point=3)],
+        ),
+    ],
+    ids=["CONCATENATION", "PAD", "SPACE_TO_BATCH_ND"],
+)
+def test_a_version_rule_wins_over_a_rejection_left_to_execution(op, args, outs):
+    # Android's validate checks the HAL version; the parameter values only its prepare()
+    # does. Validating as HAL 1.1 must therefore fail on the version, not defer.
+    model, _ = single_op_model(op, args, outs)
+    assert_rejected(model, deferrable=False, match="needs HAL 1\\.2", version=V.V1_1)
+    assert_rejected(model, deferrable=True, match="must be|>= ", version=V.V1_2)
+
+
 def test_depth_to_space_and_back():
     # Depth (i * 2 + j) * 2 + d goes to row y * 2 + i, column x * 2 + j.
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 2, 8)
