@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -33,6 +34,7 @@ from driver.hal.types import (
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.memory import allocate_shared_memory
+from driver.testing import OpExample, ScalarArg, TensorArg, single_op_model
 from driver.validation import validate_model
 from driver.versions import (
     NO_PERFORMANCE,
@@ -92,6 +94,56 @@ def test_compliance_is_validity_at_that_version_for_every_example():
             assert compliant_with(model, v) == (v >= lowest)
         checked += 1
     assert checked > 0
+
+
+def _bad_parameters(ex: OpExample) -> Iterator[tuple[int, object]]:
+    """(input index, replacement) for each constant parameter of ``ex``, set to values
+    an operation's prepare() typically rejects: negative, zero, huge, NaN."""
+    for k, arg in enumerate(ex.inputs):
+        if isinstance(arg, ScalarArg) and not arg.as_input:
+            if arg.type == T.INT32:
+                values: tuple = (-1, 0, 1 << 20)
+            elif arg.type in (T.FLOAT32, T.FLOAT16):
+                values = (-1.0, 0.0, float("nan"))
+            else:
+                continue
+            for value in values:
+                yield k, dataclasses.replace(arg, value=value)
+        elif isinstance(arg, TensorArg) and arg.const and arg.type == T.TENSOR_INT32:
+            for value in (-1, 0):
+                yield k, dataclasses.replace(arg, values=np.full_like(arg.values, value))
+
+
+def _rejection(model: Model, version: HalVersion) -> HalError | None:
+    try:
+        validate_model(model, version)
+    except HalError as e:
+        return e
+    return None
+
+
+def test_a_version_rule_wins_over_a_parameter_rejection_left_to_execution():
+    """Android's validation checks an operation's HAL version; parameter values only its
+    prepare() does. So an example needing HAL v with a bad parameter, validated as an
+    older version, is a strict rejection (the version), never a deferrable one. A hook
+    that lost the version it needs to its own deferrable rejection fails this."""
+    checked = 0
+    for ex in all_examples():
+        lowest = min_version(ex.model()[0])
+        if lowest == V.V1_0:
+            continue
+        for k, arg in _bad_parameters(ex):
+            inputs = list(ex.inputs)
+            inputs[k] = arg
+            model = single_op_model(ex.op, inputs, ex.outputs, relaxed=ex.relaxed)[0]
+            at_latest = _rejection(model, V.V1_3)
+            if at_latest is None or not at_latest.deferrable:
+                continue  # only models Android's validation accepts as HAL 1.3 test this
+            for v in (v for v in V if v < lowest):
+                e = _rejection(model, v)
+                assert e is not None and not e.deferrable, (ex.name, k, v, e and e.message)
+                checked += 1
+    assert checked > 1000  # the examples hold plenty of such models
 
 
 def test_example_versions_follow_their_types():
