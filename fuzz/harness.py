@@ -150,14 +150,6 @@ def check_execution(
     return status
 
 
-def decode_or_none(decode: Callable[..., object], data: bytes, *args) -> object | None:
-    """``decode(data, *args)``, or None for the documented :class:`WireDecodeError`."""
-    try:
-        return decode(data, *args)
-    except WireDecodeError:
-        return None
-
-
 # ---------------------------------------------------------------------------------------
 # Harness-owned pools
 # ---------------------------------------------------------------------------------------

@@ -50,20 +50,6 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
     return int(q_fixed), int(shift)
 
 
-def quantize_multiplier_smaller_than_one(real_multiplier: float) -> tuple[int, int]:
-    """``QuantizeMultiplierSmallerThanOne`` (legacy kernels): (multiplier, right_shift)."""
-    if real_multiplier == 0.0:
-        return 0, 0
-    _check_finite(real_multiplier)
-    q, shift = math.frexp(real_multiplier)
-    right_shift = -shift
-    q_fixed = _round_half_away(q * (1 << 31))
-    if q_fixed == (1 << 31):
-        q_fixed //= 2
-        right_shift -= 1
-    return int(q_fixed), int(right_shift)
-
-
 def quantize_multiplier_greater_than_one(real_multiplier: float) -> tuple[int, int]:
     """``QuantizeMultiplierGreaterThanOne``: (multiplier, left_shift)."""
     _check_finite(real_multiplier)
@@ -275,11 +261,6 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
 
 def quant_range(type_code: int) -> tuple[int, int]:
     return QUANT_RANGE[OperandType(type_code)]
-
-
-def dequantize(values: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """Real values (float32) of quantized integers."""
-    return ((values.astype(np.int32) - np.int32(zero_point)) * np.float32(scale)).astype(np.float32)
 
 
 def quantize(real: np.ndarray, scale: float, zero_point: int, type_code: int) -> np.ndarray:

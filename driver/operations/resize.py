@@ -134,42 +134,93 @@ the four gathered corners and weighted terms) stay a few MB however large the ou
 scale factor can make a 256 MiB output from a tiny input)."""
 
 
+_NARROW = 16
+"""Output rows of fewer values (columns x channels) are computed rows-innermost: numpy's
+loops over such short rows cost more than the arithmetic."""
+
+
 def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish, dtype):
     """NHWC float32 -> ``finish``(float32 result) in the output ``dtype``, per block of
-    output rows and columns, tflite ``reference_ops::ResizeBilinear``'s expression."""
+    output rows and columns. tflite ``reference_ops::ResizeBilinear``'s expression,
+    ``tl * (1 - dy) * (1 - dx) + bl * dy * (1 - dx) + tr * (1 - dy) * dx + br * dy * dx``,
+    in float32 and in that order; each corner's row weight multiplies the input rows a
+    block reads before their columns are gathered (the same products, on fewer values)."""
     n, h, w, c = x.shape
     one = np.float32(1)
     out = np.empty((n, oh, ow, c), dtype=dtype)
+    if ow * c < _NARROW < oh:
+        # (c, n, w, h): the weights of a column and of the rows run along whole rows.
+        src, row_axis, row_weight, to_nhwc = x.transpose(3, 0, 2, 1).copy(), 3, (-1,), (1, 3, 2, 0)
+    else:
+        src, row_axis, row_weight, to_nhwc = x, 1, (-1, 1, 1), (0, 1, 2, 3)
     per_pixel = max(1, n * c)  # a zero batch still makes one (empty) block
     block_w = min(ow, max(1, _BLOCK_ELEMENTS // per_pixel))
-    block_h = max(1, _BLOCK_ELEMENTS // (block_w * per_pixel))
     for c0 in range(0, ow, block_w):
         cols = range(c0, min(ow, c0 + block_w))
         dx, x0, x1 = _bilinear_axis(w, ow, align, half, cols)
-        dx = dx[None, None, :, None]
+        # The input columns this block reads: x0 and x1 never decrease along the output.
+        first, last = int(x0[0]), int(x1[-1]) + 1
+        x0, x1 = x0 - first, x1 - first
+        read = src[:, :, first:last]
+        left, right = (one - dx)[:, None], dx[:, None]
+        block_h = max(1, _BLOCK_ELEMENTS // (max(len(cols), last - first) * per_pixel))
         for r0 in range(0, oh, block_h):
             rows = range(r0, min(oh, r0 + block_h))
             dy, y0, y1 = _bilinear_axis(h, oh, align, half, rows)
-            dy = dy[None, :, None, None]
-            y0, y1 = y0[:, None], y1[:, None]
-            out[:, rows.start : rows.stop, cols.start : cols.stop] = finish(
-                x[:, y0, x0] * (one - dy) * (one - dx)
-                + x[:, y1, x0] * dy * (one - dx)
-                + x[:, y0, x1] * (one - dy) * dx
-                + x[:, y1, x1] * dy * dx
-            )
+            top = np.take(read, y0, axis=row_axis)
+            top *= (one - dy).reshape(row_weight)
+            bottom = np.take(read, y1, axis=row_axis)
+            bottom *= dy.reshape(row_weight)
+            acc = np.take(top, x0, axis=2)
+            acc *= left
+            term = np.take(bottom, x0, axis=2)
+            term *= left
+            acc += term
+            np.take(top, x1, axis=2, out=term)
+            term *= right
+            acc += term
+            np.take(bottom, x1, axis=2, out=term)
+            term *= right
+            acc += term
+            out[:, rows.start : rows.stop, cols.start : cols.stop] = finish(acc).transpose(to_nhwc)
     return out
 
 
-def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
+def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool, positions: range):
+    """Source index of each output position in ``positions`` along one axis (elementwise:
+    any sub-range gives the whole's values)."""
     scale = _scale(in_size, out_size, align)
-    pos = np.arange(out_size, dtype=np.float32)
+    pos = np.arange(positions.start, positions.stop).astype(np.float32)
     coord = (pos + np.float32(0.5)) * scale if half else pos * scale
     idx = np.floor(coord)
     if align:  # std::round: halves away from zero (coordinates are >= 0 here)
         idx = idx + (coord - idx >= np.float32(0.5))
     idx = np.minimum(idx.astype(np.int64), in_size - 1)
     return np.maximum(idx, 0) if half else idx
+
+
+def _nearest(x: np.ndarray, oh: int, ow: int, align: bool, half: bool) -> np.ndarray:
+    """NHWC -> NHWC, per block of output rows and columns: a gather of rows, then of
+    columns. (One gather of both axes at once has numpy broadcast its two index arrays
+    to (oh, ow) int64 pairs: 16 bytes per output pixel.)"""
+    n, h, w, c = x.shape
+    out = np.empty((n, oh, ow, c), dtype=x.dtype)
+    per_pixel = max(1, n * c)  # a zero batch still makes one (empty) block
+    block_w = min(ow, max(1, _BLOCK_ELEMENTS // per_pixel))
+    for c0 in range(0, ow, block_w):
+        cols = range(c0, min(ow, c0 + block_w))
+        source_cols = _nearest_axis(w, ow, align, half, cols)
+        # The input columns this block reads: the indexes never decrease.
+        first, last = int(source_cols[0]), int(source_cols[-1]) + 1
+        read, source_cols = x[:, :, first:last], source_cols - first
+        block_h = max(1, _BLOCK_ELEMENTS // (max(len(cols), last - first) * per_pixel))
+        for r0 in range(0, oh, block_h):
+            rows = range(r0, min(oh, r0 + block_h))
+            source_rows = _nearest_axis(h, oh, align, half, rows)
+            out[:, rows.start : rows.stop, cols.start : cols.stop] = np.take(
+                np.take(read, source_rows, axis=1), source_cols, axis=2
+            )
+    return out
 
 
 def _execute(ctx: OperationContext, bilinear: bool) -> list[np.ndarray]:
@@ -180,9 +231,7 @@ def _execute(ctx: OperationContext, bilinear: bool) -> list[np.ndarray]:
     t = ctx.input_type(0)
     dtype = dtype_of(ctx)
     if not bilinear:
-        # One gather of both axes: gathering rows first would hold a (n, oh, w, c) copy.
-        rows = _nearest_axis(h, oh, align, half)[:, None]
-        out = x[:, rows, _nearest_axis(w, ow, align, half)[None, :]]
+        out = _nearest(x, oh, ow, align, half)
     elif t in QUANT8:
         offset = 128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0
         x = x.astype(np.float32) + np.float32(offset)

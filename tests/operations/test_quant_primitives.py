@@ -307,9 +307,8 @@ def test_legacy_multiplier_forms():
 
 @pytest.mark.parametrize(
     "helper",
-    [quant.quantize_multiplier, quant.quantize_multiplier_smaller_than_one,
-     quant.quantize_multiplier_greater_than_one],
-)  # fmt: skip
+    [quant.quantize_multiplier, quant.quantize_multiplier_greater_than_one],
+)
 @pytest.mark.parametrize("real", [math.inf, math.nan])
 def test_a_nonfinite_multiplier_fails_the_operation(helper, real):
     # Extreme valid scales overflow the float32 arithmetic that derives a multiplier.
