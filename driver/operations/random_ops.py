@@ -354,21 +354,34 @@ _MASK32 = np.uint64(0xFFFFFFFF)
 def philox4x32(counters: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     """Philox4x32-10 blocks: ``counters`` is ``(n, 4)`` uint32 words (low word first);
     returns ``(n, 4)`` uint32 outputs, as TensorFlow's ``PhiloxRandom::operator()``."""
-    c = [counters[:, i].astype(np.uint64) for i in range(4)]
+    return _philox_lanes(*(counters[:, i].astype(np.uint64) for i in range(4)), key)
+
+
+def _philox_lanes(c0, c1, c2, c3, key: tuple[int, int]) -> np.ndarray:
+    """:func:`philox4x32` on the counters' four words as uint64 arrays, which it
+    overwrites: the rounds run in place (a stream of 2**25 draws would otherwise
+    allocate hundreds of fresh arrays)."""
+    p0, p1 = np.empty_like(c0), np.empty_like(c0)
     k0, k1 = key[0] & 0xFFFFFFFF, key[1] & 0xFFFFFFFF
     for round_ in range(10):
         if round_:
             k0 = (k0 + _PHILOX_W0) & 0xFFFFFFFF
             k1 = (k1 + _PHILOX_W1) & 0xFFFFFFFF
-        p0 = _PHILOX_M0 * c[0]
-        p1 = _PHILOX_M1 * c[2]
-        c = [
-            (p1 >> _U64(32)) ^ c[1] ^ _U64(k0),
-            p1 & _MASK32,
-            (p0 >> _U64(32)) ^ c[3] ^ _U64(k1),
-            p0 & _MASK32,
-        ]
-    return np.stack(c, axis=1).astype(np.uint32)
+        np.multiply(c0, _PHILOX_M0, out=p0)
+        np.multiply(c2, _PHILOX_M1, out=p1)
+        # (c0, c1, c2, c3) <- (hi(p1) ^ c1 ^ k0, lo(p1), hi(p0) ^ c3 ^ k1, lo(p0))
+        np.right_shift(p1, _U64(32), out=c0)
+        c0 ^= c1
+        c0 ^= _U64(k0)
+        np.bitwise_and(p1, _MASK32, out=c1)
+        np.right_shift(p0, _U64(32), out=c2)
+        c2 ^= c3
+        c2 ^= _U64(k1)
+        np.bitwise_and(p0, _MASK32, out=c3)
+    out = np.empty((c0.size, 4), dtype=np.uint32)
+    for i, lane in enumerate((c0, c1, c2, c3)):
+        out[:, i] = lane
+    return out
 
 
 def philox_uint32_stream(seed: int, seed2: int, count: int, start: int = 0) -> np.ndarray:
@@ -381,16 +394,13 @@ def philox_uint32_stream(seed: int, seed2: int, count: int, start: int = 0) -> n
     blocks = (skip + count + 3) // 4
     idx = np.arange(first, first + blocks, dtype=np.uint64)
     # 128-bit counter: a carry into the seed2 words needs 2**64 blocks: cannot happen.
-    counters = np.stack(
-        [
-            idx & _MASK32,
-            idx >> _U64(32),
-            np.full(blocks, hi & 0xFFFFFFFF, dtype=np.uint64),
-            np.full(blocks, hi >> 32, dtype=np.uint64),
-        ],
-        axis=1,
-    )
-    words = philox4x32(counters, (lo & 0xFFFFFFFF, lo >> 32)).reshape(-1)
+    words = _philox_lanes(
+        idx & _MASK32,
+        idx >> _U64(32),
+        np.full(blocks, hi & 0xFFFFFFFF, dtype=np.uint64),
+        np.full(blocks, hi >> 32, dtype=np.uint64),
+        (lo & 0xFFFFFFFF, lo >> 32),
+    ).reshape(-1)
     return words[skip : skip + count]
 
 
@@ -456,9 +466,12 @@ def multinomial_samples(logits: np.ndarray, num_samples: int, seed: int, seed2: 
                 # k > 1 only when whole rows fit: their draws are then consecutive.
                 u = philox_doubles(seed, seed2, k * m, b * num_samples + s).reshape(k, m)
                 targets = u * total[b : b + k, None]
-                out[b : b + k, s : s + m] = (cdf[b : b + k, None, :] <= targets[:, :, None]).sum(
-                    axis=2
-                )
+                # A count per class: summing a (rows, draws, classes) comparison over
+                # its short last axis is several times slower.
+                count = out[b : b + k, s : s + m]
+                count[...] = 0
+                for j in range(classes):
+                    count += cdf[b : b + k, j, None] <= targets
         return out
     for b in range(batches):  # the draws run on across rows; chunks bound the memory
         for s in range(0, num_samples, _SAMPLE_CHUNK):

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
@@ -473,13 +475,23 @@ def test_roi_pooling_more_bins_than_cells_matches_cxx_loops():
     np.testing.assert_array_equal(got, cxx_roi_pool(x, rois, [0] * 4, 7, 9, 1.0, 1.0))
 
 
-def test_range_max_matches_slices():
-    rng = np.random.default_rng(17)
-    a = rng.standard_normal((23, 3))
-    lo = rng.integers(0, 23, 40)
-    hi = np.minimum(lo + rng.integers(1, 23, 40), 23)
-    got = range_max(a, lo, hi, 0)
-    want = np.stack([a[i:j].max(axis=0) for i, j in zip(lo, hi)])
+@given(
+    n=st.integers(1, 40),
+    count=st.integers(0, 50),
+    width=st.integers(1, 4),
+    axis=st.integers(0, 1),
+    seed=st.integers(0, 2**16),
+)
+def test_range_max_matches_slices(n, count, width, axis, seed):
+    # Ranges of every window level, mixed: grouped by level, then put back in order.
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 256, (n, width)).astype(np.uint8)
+    a = a.T if axis else a
+    lo = rng.integers(0, n, count)
+    hi = np.minimum(lo + rng.integers(1, n + 1, count), n)
+    got = range_max(a, lo, hi, axis)
+    slices = [np.take(a, range(i, j), axis=axis).max(axis=axis) for i, j in zip(lo, hi)]
+    want = np.stack(slices, axis=axis) if count else np.take(a, [], axis=axis)
     np.testing.assert_array_equal(got, want)
 
 
