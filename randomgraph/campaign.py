@@ -1070,6 +1070,8 @@ class CampaignSummary:
 
 
 Event = Callable[[str, dict], None]
+"""``on_event(kind, info)``: "test", "failure" and "minimized" (journal entries), and from
+worker processes "ready" (pid), "dispatched" (task, pid) and "lost" (task, why)."""
 
 
 class _Runner:
@@ -1527,9 +1529,16 @@ def _run_with_workers(runner: _Runner, jobs: int) -> None:
                     task = next_task()
                     if task is None:
                         break
+                    try:
+                        p.conn.send(task)
+                    except OSError:
+                        # It died idle (the OOM killer, a signal): no fault of the task's.
+                        # The loop below finds it dead and replaces it.
+                        queue.insert(0, task)
+                        p.ready = False
+                        continue
                     p.task = task
                     p.deadline = time.monotonic() + _task_budget(s, task)
-                    p.conn.send(task)
                     runner.on_event("dispatched", {"task": task, "pid": p.proc.pid})
             busy = [p for p in procs if p.task is not None or not p.ready]
             if not any(p.task is not None for p in procs) and tests_done and not queue:
@@ -1549,6 +1558,7 @@ def _run_with_workers(runner: _Runner, jobs: int) -> None:
                 if message is not None:
                     if message[0] == "ready":
                         p.ready = True
+                        runner.on_event("ready", {"pid": p.proc.pid})
                         continue
                     task, p.task = p.task, None
                     result = message[1]

@@ -198,6 +198,32 @@ def test_a_killed_worker_loses_and_repeats_nothing(tmp_path):
     assert not summary.failed  # retried in a fresh worker, not counted as a crash
 
 
+def test_a_worker_killed_while_idle_is_replaced_and_costs_no_test(tmp_path):
+    # The OOM killer picks an idle worker as readily as a busy one. The parent's next
+    # send to it fails; the campaign used to end there with a BrokenPipeError.
+    groups = single("ADD", "MUL")
+    killed = []
+
+    def on_event(kind, info):
+        if kind == "ready" and not killed:
+            killed.append(info["pid"])
+            os.kill(info["pid"], signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # gone, so the send must fail
+                try:
+                    os.kill(info["pid"], 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.01)
+
+    s = settings(tmp_path, "reference", groups, range(6), jobs=2)
+    summary = run_campaign(s, on_event=on_event, report=False)
+    assert killed
+    ids = _ids(tmp_path)
+    assert len(ids) == 6 and len(set(ids)) == 6
+    assert not summary.failed
+
+
 def test_a_killed_campaign_resumes(tmp_path):
     out = tmp_path / "c"
     cmd = [
