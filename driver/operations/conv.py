@@ -546,7 +546,10 @@ def _conv_blocks(
         )
     x_ext = _zero_extended(x)
     out = np.empty((n, oh * ow, cout), dtype=dtype)
-    step = max(1, min(_IM2COL_BLOCK // (n * fh * fw * c), _OUTPUT_BLOCK // (n * cout)))
+    # Each tap of a position also has an int64 index: as large as two float32 elements,
+    # it outweighs the patch when N*C is 1.
+    per_tap = max(n * c, 2)
+    step = max(1, min(_IM2COL_BLOCK // (fh * fw * per_tap), _OUTPUT_BLOCK // (n * cout)))
     for start in range(0, oh * ow, step):
         at = range(start, min(oh * ow, start + step))
         cols = _patches(x_ext, x.shape[1:3], fh, fw, p, pads, at, ow)

@@ -176,10 +176,12 @@ def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish, 
             term = np.take(bottom, x0, axis=2)
             term *= left
             acc += term
-            np.take(top, x1, axis=2, out=term)
+            # mode="clip": with the default, take() copies through a buffer to fill ``out``
+            # (the indexes are in range: clipping changes nothing).
+            np.take(top, x1, axis=2, out=term, mode="clip")
             term *= right
             acc += term
-            np.take(bottom, x1, axis=2, out=term)
+            np.take(bottom, x1, axis=2, out=term, mode="clip")
             term *= right
             acc += term
             out[:, rows.start : rows.stop, cols.start : cols.stop] = finish(acc).transpose(to_nhwc)
