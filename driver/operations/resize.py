@@ -149,7 +149,7 @@ def _bilinear(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, finish, 
     one = np.float32(1)
     out = np.empty((n, oh, ow, c), dtype=dtype)
     if ow * c < _NARROW < oh:
-        # (c, n, w, h): the weights of a column and of the rows run along whole rows.
+        # (c, n, w, h), rows innermost: every multiply then runs down whole columns.
         src, row_axis, row_weight, to_nhwc = x.transpose(3, 0, 2, 1).copy(), 3, (-1,), (1, 3, 2, 0)
     else:
         src, row_axis, row_weight, to_nhwc = x, 1, (-1, 1, 1), (0, 1, 2, 3)
