@@ -275,7 +275,6 @@ def _validate_activation(ctx: OperationContext) -> None:
                 "(hardSwishQuant's output multiplier)",
                 deferrable=True,
             )
-    return None
 
 
 def _infer_same(ctx: OperationContext) -> list[Shape]:

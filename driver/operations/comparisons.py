@@ -38,7 +38,7 @@ _COMPARE = {
 
 
 def _validate_none(ctx: OperationContext) -> None:
-    return None
+    """Nothing beyond what the signatures check."""
 
 
 def _infer_broadcast(ctx: OperationContext) -> list[Shape]:
@@ -154,7 +154,6 @@ def _validate_select(ctx: OperationContext) -> None:
     known = [i for i in range(3) if ctx.shapes[i] is not None]
     if len(known) > 1:
         same_shape(ctx, tuple(known), deferrable=True)
-    return None
 
 
 def _infer_select(ctx: OperationContext) -> list[Shape]:

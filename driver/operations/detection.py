@@ -384,7 +384,6 @@ def _validate_bbox_transform(ctx: OperationContext) -> None:
     _check_box_input(ctx, 0, "roi")
     _check_box_input(ctx, 3, "image info")
     _check_box_output(ctx, 0, "output boxes")
-    return None
 
 
 def _infer_bbox_transform(ctx: OperationContext) -> list[Shape]:
@@ -465,7 +464,6 @@ def _validate_roi_align(ctx: OperationContext) -> None:
     rh, rw = ctx.scalar(7), ctx.scalar(8)
     ctx.check(rh >= 0, f"input 7 (height sampling ratio) must be >= 0, got {rh}", deferrable=True)
     ctx.check(rw >= 0, f"input 8 (width sampling ratio) must be >= 0, got {rw}", deferrable=True)
-    return None
 
 
 def _infer_roi(ctx: OperationContext, layout_index: int) -> list[Shape]:
@@ -790,7 +788,6 @@ ROI_ALIGN = OperationDeclaration(
 def _validate_roi_pooling(ctx: OperationContext) -> None:
     _check_same_quant(ctx, 0, 0, "output")
     _validate_roi_common(ctx, 5, 6)
-    return None
 
 
 def _pool_bins(step, start: int, bins: range, size: int, rt: type) -> tuple[np.ndarray, np.ndarray]:
@@ -944,7 +941,6 @@ ROI_POOLING = OperationDeclaration(
 def _validate_heatmap(ctx: OperationContext) -> None:
     _check_box_input(ctx, 1, "boxes")
     _check_box_output(ctx, 1, "keypoints")
-    return None
 
 
 def _infer_heatmap(ctx: OperationContext) -> list[Shape]:
@@ -1103,7 +1099,6 @@ def _validate_box_nms(ctx: OperationContext) -> None:
         ctx.check(
             sigma > 0, f"input 7 (gaussian sigma) must be positive, got {sigma}", deferrable=True
         )
-    return None
 
 
 def _infer_box_nms(ctx: OperationContext) -> list[Shape | None]:
@@ -1268,7 +1263,6 @@ def _validate_detection(ctx: OperationContext) -> None:
     for i, what in ((11, "score threshold"), (12, "IoU threshold")):
         v = ctx.scalar(i)
         ctx.check(v >= 0, f"input {i} ({what}) must be >= 0, got {v}", deferrable=True)
-    return None
 
 
 def _infer_detection(ctx: OperationContext) -> list[Shape]:
@@ -1399,7 +1393,6 @@ def _validate_proposals(ctx: OperationContext) -> None:
     for i, what in ((4, "height stride"), (5, "width stride")):
         v = ctx.scalar(i)
         ctx.check(v > 0, f"input {i} ({what}) must be positive, got {v}", deferrable=True)
-    return None
 
 
 def _infer_proposals(ctx: OperationContext) -> list[Shape | None]:

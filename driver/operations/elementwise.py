@@ -409,7 +409,6 @@ def _validate_binary(ctx: OperationContext) -> None:
         raise ctx.invalid(
             f"TENSOR_INT32 arithmetic takes no fused activation, got {act}", deferrable=True
         )
-    return None
 
 
 def _infer_binary(ctx: OperationContext) -> list[Shape]:
@@ -587,7 +586,7 @@ def _same_type_sigs(types_by_version, arity: int = 2) -> tuple[Signature, ...]:
 
 
 def _validate_plain_binary(ctx: OperationContext) -> None:
-    return None
+    """Nothing beyond what the signatures check."""
 
 
 def _infer_plain_binary(ctx: OperationContext) -> list[Shape]:

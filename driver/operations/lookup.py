@@ -62,7 +62,6 @@ def _validate_embedding_lookup(ctx: OperationContext) -> None:
     with when_known:
         if is_constant(ctx, 0):  # Android: EmbeddingLookup::Eval fails, at execution
             _check_rows(ctx, ctx.value(0), ctx.shape(1)[0], _deferrable_invalid)
-    return None
 
 
 def _infer_embedding_lookup(ctx: OperationContext) -> list[Shape]:
@@ -158,7 +157,6 @@ def _validate_hashtable_lookup(ctx: OperationContext) -> None:
                 f"input 1: keys must be sorted in ascending order, got {keys.tolist()}",
                 deferrable=True,
             )
-    return None
 
 
 def _infer_hashtable_lookup(ctx: OperationContext) -> list[Shape]:

@@ -621,7 +621,6 @@ def _validate_lstm(ctx: OperationContext) -> None:
     check_lstm_activation(ctx, 20)
     _check_clips(ctx, 21, 22)
     _lstm_config(ctx)
-    return None
 
 
 def _infer_lstm(ctx: OperationContext) -> list[Shape]:
@@ -689,7 +688,6 @@ def _validate_uni_lstm(ctx: OperationContext) -> None:
     check_lstm_activation(ctx, 20)
     _check_clips(ctx, 21, 22)
     _uni_lstm_config(ctx)
-    return None
 
 
 def _infer_uni_lstm(ctx: OperationContext) -> list[Shape]:
@@ -1152,7 +1150,6 @@ def _validate_q16(ctx: OperationContext) -> None:
             deferrable=True,
         )
     _q16_sizes(ctx)
-    return None
 
 
 def _q16_sizes(ctx: OperationContext) -> tuple[int, int, int]:
@@ -1313,7 +1310,6 @@ def _validate_qlstm(ctx: OperationContext) -> None:
     )
     _, _, cfg = _qlstm_config(ctx)
     _qlstm_scales(ctx, cfg, _cell_shift(ctx))
-    return None
 
 
 def _infer_qlstm(ctx: OperationContext) -> list[Shape]:

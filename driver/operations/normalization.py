@@ -248,7 +248,6 @@ def _validate_log_softmax(ctx: OperationContext) -> None:
     with contextlib.suppress(Unknown):
         if r is not None:
             _axis(ctx, 2, r)
-    return None
 
 
 def _infer_log_softmax(ctx: OperationContext) -> list[Shape]:
@@ -424,7 +423,6 @@ def _validate_instance(ctx: OperationContext) -> None:
     # Deferrable: InstanceNormalization.cpp validate checks types and the version only;
     # prepare() checks the rank.
     ctx.check_rank(0, exact=4, deferrable=True)
-    return None
 
 
 def _infer_instance(ctx: OperationContext) -> list[Shape]:

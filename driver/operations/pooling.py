@@ -118,7 +118,6 @@ def _validate(ctx: OperationContext) -> None:
         ctx.once(_params)
     except Unknown:
         pass
-    return None
 
 
 def _infer(ctx: OperationContext) -> list[Shape]:

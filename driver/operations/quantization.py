@@ -38,7 +38,6 @@ def _infer_same(ctx: OperationContext) -> list[Shape]:
 
 def _validate_dequantize(ctx: OperationContext) -> None:
     ctx.check_rank(0, max_rank=4)
-    return None
 
 
 def _execute_dequantize(ctx: OperationContext) -> list[np.ndarray]:

@@ -428,7 +428,6 @@ def _validate_multinomial(ctx: OperationContext) -> None:
         f"input 1 (sample count) must not be negative, got {samples}",
         deferrable=True,
     )
-    return None
 
 
 def _infer_multinomial(ctx: OperationContext) -> list[Shape]:

@@ -119,7 +119,6 @@ def _validate_reduce(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         int_vector(ctx, 1, "the axes")
-    return None
 
 
 def _infer_reduce(ctx: OperationContext) -> list[Shape]:
@@ -355,7 +354,6 @@ def _validate_arg(ctx: OperationContext) -> None:
     with when_known:
         shape = ctx.shape(0)
         normalize_axis(ctx, 1, ctx.scalar(1), len(shape))
-    return None
 
 
 def _infer_arg(ctx: OperationContext) -> list[Shape]:
@@ -428,7 +426,6 @@ def _validate_topk(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _topk_k(ctx)
-    return None
 
 
 def _infer_topk(ctx: OperationContext) -> list[Shape]:

@@ -90,7 +90,6 @@ def _validate(ctx: OperationContext) -> None:
         )
     with contextlib.suppress(Unknown):
         _flags(ctx)
-    return None
 
 
 def _infer(ctx: OperationContext) -> list[Shape]:

@@ -173,7 +173,6 @@ def _rnn_sizes(ctx: OperationContext) -> tuple[int, int]:
 def _validate_rnn(ctx: OperationContext) -> None:
     check_fuse_code(ctx, 5)
     _rnn_sizes(ctx)
-    return None
 
 
 def _infer_rnn(ctx: OperationContext) -> list[Shape]:
@@ -221,7 +220,6 @@ def _uni_rnn_sizes(ctx: OperationContext) -> tuple[int, int, int, bool]:
 def _validate_uni_rnn(ctx: OperationContext) -> None:
     check_fuse_code(ctx, 5)
     _uni_rnn_sizes(ctx)
-    return None
 
 
 def _infer_uni_rnn(ctx: OperationContext) -> list[Shape]:
@@ -454,7 +452,6 @@ def _svdf_sizes(ctx: OperationContext) -> tuple[int, int, int, int]:
 def _validate_svdf(ctx: OperationContext) -> None:
     check_fuse_code(ctx, 6)
     _svdf_sizes(ctx)
-    return None
 
 
 def _infer_svdf(ctx: OperationContext) -> list[Shape]:

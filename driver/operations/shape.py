@@ -181,7 +181,6 @@ def _validate_reshape(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _reshape_target(ctx)
-    return None
 
 
 def _infer_reshape(ctx: OperationContext) -> list[Shape]:
@@ -229,7 +228,6 @@ RESHAPE = OperationDeclaration(
 def _validate_squeeze(ctx: OperationContext) -> None:
     ctx.check_rank(0)
     require_same_quant(ctx)
-    return None
 
 
 def _infer_squeeze(ctx: OperationContext) -> list[Shape]:
@@ -272,7 +270,6 @@ def _validate_expand_dims(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _infer_expand_dims(ctx)
-    return None
 
 
 def _infer_expand_dims(ctx: OperationContext) -> list[Shape]:
@@ -313,7 +310,6 @@ def _validate_transpose(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _perm(ctx)
-    return None
 
 
 def _full_perm(ctx: OperationContext, rank: int) -> list[int]:
@@ -474,7 +470,6 @@ def _validate_split(ctx: OperationContext) -> None:
         require_same_quant(ctx, 0, k)
     with when_known:
         _split_count(ctx)
-    return None
 
 
 def _infer_split(ctx: OperationContext) -> list[Shape]:
@@ -536,7 +531,6 @@ def _slice_bounds(ctx: OperationContext) -> list[tuple[int, int]]:
 
 def _validate_slice(ctx: OperationContext) -> None:
     require_same_quant(ctx)
-    return None
 
 
 def _infer_slice(ctx: OperationContext) -> list[Shape]:
@@ -621,7 +615,6 @@ def _validate_strided_slice(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _strides(ctx)
-    return None
 
 
 def _infer_strided_slice(ctx: OperationContext) -> list[Shape]:
@@ -747,7 +740,6 @@ def _validate_tile(ctx: OperationContext) -> None:
     require_same_quant(ctx)
     with when_known:
         _multiples(ctx, None)
-    return None
 
 
 def _infer_tile(ctx: OperationContext) -> list[Shape]:
@@ -798,7 +790,6 @@ def _validate_gather(ctx: OperationContext) -> None:
         axis = normalize_axis(ctx, 1, ctx.scalar(1), len(shape))
         if is_constant(ctx, 2):
             _check_gather_indices(ctx, ctx.value(2), shape[axis], _deferred_invalid)
-    return None
 
 
 def _infer_gather(ctx: OperationContext) -> list[Shape]:
@@ -843,7 +834,6 @@ def _fill_dims(ctx: OperationContext) -> list[int]:
 def _validate_fill(ctx: OperationContext) -> None:
     with when_known:
         _fill_dims(ctx)
-    return None
 
 
 def _infer_fill(ctx: OperationContext) -> list[Shape]:
@@ -869,7 +859,7 @@ FILL = OperationDeclaration(
 
 
 def _validate_rank(ctx: OperationContext) -> None:
-    return None
+    """Nothing beyond what the signatures check."""
 
 
 def _infer_rank(ctx: OperationContext) -> list[Shape]:
@@ -1133,7 +1123,6 @@ def _validate_channel_shuffle(ctx: OperationContext) -> None:
         ctx.check(
             groups > 0, f"input 1: number of groups must be > 0, got {groups}", deferrable=True
         )
-    return None
 
 
 def _infer_channel_shuffle(ctx: OperationContext) -> list[Shape]:

@@ -25,11 +25,10 @@ V = HalVersion
 
 def _validate_floor(ctx: OperationContext) -> None:
     ctx.check_rank(0, max_rank=4)
-    return None
 
 
 def _validate_none(ctx: OperationContext) -> None:
-    return None
+    """Nothing beyond what the signatures check."""
 
 
 def _infer(ctx: OperationContext) -> list[Shape]:
