@@ -507,15 +507,11 @@ def _zero_extended(x: np.ndarray) -> np.ndarray:
     return np.pad(x, ((0, 0), (0, 1), (0, 1), (0, 0))).reshape(n, (h + 1) * (w + 1), c)
 
 
-def _patches(x_ext: np.ndarray, in_hw, fh: int, fw: int, p: ConvParams, pads, at: range, ow: int):
-    """(N, len(at)*fh*fw, C): the input under each filter tap of the output positions
-    ``at`` (row-major indexes into OH x OW), from :func:`_zero_extended` ``x_ext``, in one
-    gather."""
-    (h, w), (left, _, top, _) = in_hw, pads
-    rows, columns = np.divmod(np.arange(at.start, at.stop, dtype=np.int64), ow)
-    iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
-    ix = _tap_indices(w, columns, p.stride_w, left, fw, p.dilation_w)
-    flat = iy[:, :, None] * (w + 1) + ix[:, None, :]  # (positions, fh, fw)
+def _patches(x_ext: np.ndarray, w: int, iy: np.ndarray, ix: np.ndarray) -> np.ndarray:
+    """(N, rows*cols*fh*fw, C): the input under each filter tap of a block of output rows
+    and columns, from :func:`_zero_extended` ``x_ext`` in one gather, given the blocks' tap
+    rows ``iy`` (rows, fh) and columns ``ix`` (cols, fw) from :func:`_tap_indices`."""
+    flat = (iy * (w + 1))[:, None, :, None] + ix[None, :, None, :]  # (rows, cols, fh, fw)
     return np.take(x_ext, flat.reshape(-1), axis=1)
 
 
@@ -532,8 +528,9 @@ def _conv_blocks(
 ) -> np.ndarray:
     """``finish`` of the sum over each window of x * w: NHWC input (already offset by its
     zero point), filter [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout) NHWC in the output
-    ``dtype``; im2col, one matrix product and ``finish`` per block of output positions."""
-    n, _, _, c = x.shape
+    ``dtype``; im2col, one matrix product and ``finish`` per block of output rows and
+    columns (the tap indexes of a column block are computed once, for all its rows)."""
+    n, h, in_w, c = x.shape
     cout, fh, fw, cg = w.shape
     if n == 0 or oh * ow == 0:
         return finish(np.zeros((n, oh, ow, cout), dtype=x.dtype))
@@ -544,19 +541,28 @@ def _conv_blocks(
         return finish(
             _conv_product(cols.reshape(n * oh * ow, c), w, groups).reshape(n, oh, ow, cout)
         )
+    left, _, top, _ = pads
     x_ext = _zero_extended(x)
-    out = np.empty((n, oh * ow, cout), dtype=dtype)
+    out = np.empty((n, oh, ow, cout), dtype=dtype)
     # Each tap of a position also has an int64 index: as large as two float32 elements,
     # it outweighs the patch when N*C is 1.
     per_tap = max(n * c, 2)
-    step = max(1, min(_IM2COL_BLOCK // (fh * fw * per_tap), _OUTPUT_BLOCK // (n * cout)))
-    for start in range(0, oh * ow, step):
-        at = range(start, min(oh * ow, start + step))
-        cols = _patches(x_ext, x.shape[1:3], fh, fw, p, pads, at, ow)
-        block = _conv_product(cols.reshape(n * len(at), fh * fw * c), w, groups)
-        del cols  # before finish allocates: lets the allocator reuse the block's memory
-        out[:, at.start : at.stop] = finish(block.reshape(n, len(at), cout))
-    return out.reshape(n, oh, ow, cout)
+    positions = max(1, min(_IM2COL_BLOCK // (fh * fw * per_tap), _OUTPUT_BLOCK // (n * cout)))
+    block_w = min(ow, positions)
+    block_h = max(1, positions // block_w)
+    for c0 in range(0, ow, block_w):
+        columns = np.arange(c0, min(ow, c0 + block_w))
+        ix = _tap_indices(in_w, columns, p.stride_w, left, fw, p.dilation_w)
+        for r0 in range(0, oh, block_h):
+            rows = np.arange(r0, min(oh, r0 + block_h))
+            iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
+            cols = _patches(x_ext, in_w, iy, ix)
+            block = _conv_product(cols.reshape(-1, fh * fw * c), w, groups)
+            del cols  # before finish allocates: lets the allocator reuse the block's memory
+            out[:, r0 : r0 + rows.size, c0 : c0 + columns.size] = finish(
+                block.reshape(n, rows.size, columns.size, cout)
+            )
+    return out
 
 
 def _conv_product(cols: np.ndarray, w: np.ndarray, groups: int) -> np.ndarray:
