@@ -12,11 +12,14 @@ longer runs (the executor caps an output at 256 MiB) or a run takes ``--seconds`
 prints the largest value that ran, the peak memory numpy allocated during validation and
 execution (tracemalloc), the bytes of the model's inputs and outputs, and their ratio.
 
-Goal: peak <= 4 x (inputs + outputs) + 64 MB for every row, so that any valid model runs
-within the fuzzers' default 2 GB limit (rows over it are marked). Runs without a size
-argument or whose outputs stay tiny are not listed. ``--pairs`` also sets every pair of
-INT32 scalars to extremes together (a stride with a padding, an output size with an
-adaptive ratio) and reports crashes, slow runs and runs over the goal (~10 minutes).
+Goals: peak <= 4 x (inputs + outputs) + 64 MB for every row, so that any valid model runs
+within the fuzzers' default 2 GB limit; and every run within their default per-input
+timeout (5 s), so that a slow kernel is not reported as a hang. Rows over either are
+marked (a loaded machine stretches times: a marked time is a prompt to look). Runs
+without a size argument or whose outputs stay tiny are not listed. ``--pairs`` also sets
+every pair of INT32 scalars to extremes together (a stride with a padding, an output size
+with an adaptive ratio) and reports crashes, slow runs and runs over either goal (~10
+minutes; ``--per-op 8``, which reaches every data type's examples, ~25 minutes).
 """
 
 from __future__ import annotations
@@ -41,11 +44,13 @@ from driver.hal.types import HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.testing import ScalarArg, TensorArg, single_op_model
 from driver.validation import validate_model
+from fuzz.campaign import CampaignConfig
 from tests.operations.examples import all_examples
 
 GOAL_FACTOR = 4
 GOAL_SLACK = 64 << 20
 LISTED_BYTES = 1 << 20  # rows whose largest run moved less than this are not listed
+FUZZ_TIMEOUT = CampaignConfig(target="").timeout  # `nnfuzz fuzz --timeout`'s default
 
 
 class _Timeout(Exception):
@@ -113,12 +118,16 @@ def _pair_findings(ex, seconds: float) -> list[str]:
             inputs = list(ex.inputs)
             inputs[k1] = _grown(inputs[k1], v1)
             inputs[k2] = _grown(inputs[k2], v2)
+            start = time.perf_counter()
             outcome, peak, io_bytes = _run(ex, inputs, seconds)
+            took = time.perf_counter() - start
             where = f"{ex.name} inputs {k1} = {v1}, {k2} = {v2}"
             if outcome not in ("ran", "refused"):
                 found.append(f"{where}: {outcome}")
             elif outcome == "ran" and peak > GOAL_FACTOR * io_bytes + GOAL_SLACK:
                 found.append(f"{where}: peak {peak >> 20} MB for {io_bytes >> 20} MB in+out")
+            elif took > FUZZ_TIMEOUT:
+                found.append(f"{where}: {outcome} in {took:.1f} s (fuzz timeout {FUZZ_TIMEOUT} s)")
     return found
 
 
@@ -173,11 +182,13 @@ def main() -> int:
         f"{'example':48s} {'input':>5s} {'value':>11s} {'peak MB':>8s} {'io MB':>7s} "
         f"{'ratio':>6s} {'s':>5s}"
     )
-    over = 0
+    over = slow = 0
     for name, k, value, peak, io_bytes, seconds in sorted(rows, key=lambda r: -r[3]):
         flag = ""
         if peak > GOAL_FACTOR * io_bytes + GOAL_SLACK:
             flag, over = "  > goal", over + 1
+        if seconds > FUZZ_TIMEOUT:
+            flag, slow = flag + "  > time", slow + 1
         print(
             f"{name[:48]:48s} {k:5d} {value:11d} {peak / 2**20:8.0f} {io_bytes / 2**20:7.0f} "
             f"{peak / max(io_bytes, 1):6.1f} {seconds:5.1f}{flag}"
@@ -185,10 +196,11 @@ def main() -> int:
     for finding in findings:
         print(f"FINDING {finding}")
     print(
-        f"{len(rows)} rows; {over} over the goal (peak <= {GOAL_FACTOR} x io + 64 MB); "
-        f"{len(findings)} crashes or slow runs"
+        f"{len(rows)} rows; {over} over the goal (peak <= {GOAL_FACTOR} x io + 64 MB), "
+        f"{slow} over the fuzz timeout ({FUZZ_TIMEOUT} s); {len(findings)} crashes or slow "
+        "runs"
     )
-    return 1 if over or findings else 0
+    return 1 if over or slow or findings else 0
 
 
 if __name__ == "__main__":
