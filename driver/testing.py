@@ -20,6 +20,7 @@ import numpy as np
 from driver.builder import ModelBuilder
 from driver.executor import Executor
 from driver.hal.types import ErrorStatus, HalError, HalVersion, Model, SymmPerChannelQuantParams
+from driver.hal.types import OperandType as T
 from driver.operations.base import storage_dtype
 
 
@@ -47,6 +48,19 @@ class OmittedArg:
     scale: float = 0.0  # quantized types need valid parameters even when omitted
     zero_point: int = 0
     dims: tuple[int, ...] = ()  # HAL 1.0/1.1 tensors need a rank even when omitted
+
+
+_NAN, _INF = float("nan"), float("inf")
+EXTREME_SCALARS: dict[int, tuple] = {
+    T.FLOAT32: (_NAN, _INF, -_INF, 3.4e38, -3.4e38, 1.4e-45, -1.4e-45, 0.0, -0.0, 1e10),
+    T.FLOAT16: (_NAN, _INF, -_INF, 65504.0, -65504.0, 6e-8, 0.0, -0.0, 1e10),
+    T.INT32: (2**31 - 1, -(2**31), -1, 0, 1, 2**16, 2**24),
+    T.UINT32: (2**32 - 1, 0, 1, 2**16),
+    T.BOOL: (True, False),
+}
+"""Values of each scalar operand type at and around its limits (NaN, infinities, the
+type's extremes, zero and minus zero, -1): what robustness and validation-order tests set
+a parameter to."""
 
 
 @dataclass

@@ -11,9 +11,9 @@ import pytest
 
 from driver.executor import Executor
 from driver.hal.types import STANDARD_OPERATIONS, HalError, HalVersion
-from driver.hal.types import OperandType as T
 from driver.operations import FAMILIES, REGISTRY
 from driver.testing import (
+    EXTREME_SCALARS,
     OmittedArg,
     OutputSpec,
     ScalarArg,
@@ -78,14 +78,6 @@ def test_example_runs_and_matches(ex):
 _TENSORS = (TensorArg, OutputSpec, OmittedArg)
 _EXTREME_SCALES = (3.4e38, 1e-30, 1.4e-45)  # float32's largest, a tiny and its smallest
 _MAX_PAIRS = 400
-_NAN, _INF = float("nan"), float("inf")
-_EXTREME_SCALARS = {
-    T.FLOAT32: (_NAN, _INF, -_INF, 3.4e38, -3.4e38, 1.4e-45, -1.4e-45, 0.0, -0.0, 1e10),
-    T.FLOAT16: (_NAN, _INF, -_INF, 65504.0, -65504.0, 6e-8, 0.0, -0.0, 1e10),
-    T.INT32: (2**31 - 1, -(2**31), -1, 0, 1, 2**16, 2**24),
-    T.UINT32: (2**32 - 1, 0, 1, 2**16),
-    T.BOOL: (True, False),
-}
 
 
 def _runs_to_a_status(ex, inputs: list, outputs: list, what: str) -> None:
@@ -118,7 +110,7 @@ def _extreme_variants(ex) -> list[dict[int, object]]:
     variants += pairs[:: max(1, -(-len(pairs) // _MAX_PAIRS))]  # a spread (QLSTM has ~4000)
     for k, a in enumerate(args):
         if isinstance(a, ScalarArg):
-            variants += [{k: v} for v in _EXTREME_SCALARS.get(a.type, ())]
+            variants += [{k: v} for v in EXTREME_SCALARS.get(a.type, ())]
     return variants
 
 

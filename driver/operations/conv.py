@@ -507,11 +507,11 @@ def _zero_extended(x: np.ndarray) -> np.ndarray:
     return np.pad(x, ((0, 0), (0, 1), (0, 1), (0, 0))).reshape(n, (h + 1) * (w + 1), c)
 
 
-def _patches(x_ext: np.ndarray, w: int, iy: np.ndarray, ix: np.ndarray) -> np.ndarray:
+def _patches(x_ext: np.ndarray, in_w: int, iy: np.ndarray, ix: np.ndarray) -> np.ndarray:
     """(N, rows*cols*fh*fw, C): the input under each filter tap of a block of output rows
     and columns, from :func:`_zero_extended` ``x_ext`` in one gather, given the blocks' tap
     rows ``iy`` (rows, fh) and columns ``ix`` (cols, fw) from :func:`_tap_indices`."""
-    flat = (iy * (w + 1))[:, None, :, None] + ix[None, :, None, :]  # (rows, cols, fh, fw)
+    flat = (iy * (in_w + 1))[:, None, :, None] + ix[None, :, None, :]  # (rows, cols, fh, fw)
     return np.take(x_ext, flat.reshape(-1), axis=1)
 
 

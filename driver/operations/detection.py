@@ -815,9 +815,10 @@ def range_max(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, axis: int) -> np.nd
     level_of = np.frexp((hi - lo).astype(np.float64))[1] - 1  # floor(log2(length))
     if lo.size == 0:
         return np.moveaxis(np.empty((0, *a.shape[1:]), dtype=a.dtype), 0, axis)
-    one_level = level_of.min() == level_of.max()  # then the order is already grouped
+    counts = np.bincount(level_of)
+    one_level = np.count_nonzero(counts) == 1  # then the order is already grouped
     order = None if one_level else np.argsort(level_of.astype(np.int8), kind="stable")
-    ends = np.cumsum(np.bincount(level_of))
+    ends = np.cumsum(counts)
     grouped = np.empty((lo.size, *a.shape[1:]), dtype=a.dtype)
     table, span, start = a, 1, 0
     for level, end in enumerate(ends.tolist()):
