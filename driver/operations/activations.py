@@ -28,66 +28,16 @@ from driver.operations.elementwise import (
     replace_nan,
 )
 from driver.operations.quant import (
+    FX16,
+    FX32,
     INT32_MAX,
     activation_range_quantized,
-    exp_on_negative_values,
-    one_over_one_plus_x_for_x_in_0_1,
     quant_range,
     quantize_multiplier,
     rounding_divide_by_pot,
-    rounding_half_sum,
-    saturating_rounding_doubling_high_mul,
-    saturating_rounding_multiply_by_pot,
 )
 
 V = HalVersion
-
-# ---------------------------------------------------------------------------------------
-# gemmlowp fixed point (int32 raw values held in int64 arrays)
-# ---------------------------------------------------------------------------------------
-
-_srdhm = saturating_rounding_doubling_high_mul
-_rdbpot = rounding_divide_by_pot
-
-
-def _wrap32(x: np.ndarray) -> np.ndarray:
-    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
-
-
-def _newton_reciprocal_q2(half_denominator: np.ndarray) -> np.ndarray:
-    """1 / half_denominator in Q2.29 (three Newton-Raphson steps from 48/17 - 32/17 d)."""
-    x = 1515870810 + _srdhm(half_denominator, -1010580540)
-    for _ in range(3):
-        half_denominator_times_x = _srdhm(half_denominator, x)
-        one_minus = (1 << 29) - half_denominator_times_x
-        x = x + saturating_rounding_multiply_by_pot(_srdhm(x, one_minus), 2)
-    return x
-
-
-def _one_minus_x_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
-    x = _newton_reciprocal_q2(rounding_half_sum(a, INT32_MAX))
-    return saturating_rounding_multiply_by_pot(x - (1 << 29), 2)  # Rescale<0>(x - 1)
-
-
-def fixed_point_logistic(a: np.ndarray, integer_bits: int = 4) -> np.ndarray:
-    """gemmlowp ``logistic``: Q(integer_bits) raw in, Q0.31 raw out."""
-    positive = a > 0
-    abs_input = np.where(positive, a, -a)
-    result_if_positive = one_over_one_plus_x_for_x_in_0_1(
-        exp_on_negative_values(-abs_input, integer_bits)
-    )
-    result_if_negative = INT32_MAX - result_if_positive
-    return np.where(a == 0, 1 << 30, np.where(positive, result_if_positive, result_if_negative))
-
-
-def fixed_point_tanh(a: np.ndarray, integer_bits: int = 4) -> np.ndarray:
-    """gemmlowp ``tanh``: Q(integer_bits) raw in, Q0.31 raw out."""
-    negative = a < 0
-    n = np.where(negative, a, -a)
-    # neg_tanh_on_negative_values: ExactMulByPot<1> keeps the raw value, one more integer bit.
-    t = _one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, integer_bits + 1))
-    return np.where(a == 0, 0, np.where(negative, -t, t))
-
 
 # ---------------------------------------------------------------------------------------
 # Quantized recipes (on int64 input values; see lookup_unary)
@@ -123,12 +73,12 @@ def _logistic_tanh_recipe(ctx: OperationContext, is_tanh: bool):
         centered = x - zp
         # |centered| < radius keeps the shifted value within int32 (Android's guarantee).
         inside = np.abs(centered) < radius
-        shifted = _wrap32(np.where(inside, centered, 0) << left_shift)
-        rescaled = _srdhm(shifted, multiplier)
-        if is_tanh:
-            out = _rdbpot(fixed_point_tanh(rescaled), 24) + 128  # Q0.31 -> Q24.7, offset 128
-        else:
-            out = _rdbpot(fixed_point_logistic(rescaled), 23)  # Q0.31 -> Q23.8
+        shifted = FX32.wrap(np.where(inside, centered, 0) << left_shift)
+        rescaled = FX32.mul(shifted, multiplier)
+        if is_tanh:  # Q0.31 -> Q24.7, offset 128
+            out = rounding_divide_by_pot(FX32.tanh(rescaled, _INPUT_INTEGER_BITS), 24) + 128
+        else:  # Q0.31 -> Q23.8
+            out = rounding_divide_by_pot(FX32.logistic(rescaled, _INPUT_INTEGER_BITS), 23)
         out = np.minimum(out, 255)  # 1.0 (256) saturates
         out = np.where(centered <= -radius, 0, np.where(centered >= radius, 255, out))
         # The signed kernels (reference_integer_ops) are the same recipe shifted by -128.
@@ -137,33 +87,19 @@ def _logistic_tanh_recipe(ctx: OperationContext, is_tanh: bool):
     return ("tanh" if is_tanh else "logistic", scale, zp), recipe
 
 
-def _int16_wrap(x: np.ndarray) -> np.ndarray:
-    return ((x + 2**15) & 0xFFFF) - 2**15
-
-
-def _srdhm16(a: np.ndarray, b) -> np.ndarray:
-    """gemmlowp ``SaturatingRoundingDoublingHighMul`` on int16."""
-    a = np.asarray(a, dtype=np.int64)
-    ab = a * b
-    nudge = np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
-    t = ab + nudge
-    high = np.where(t >= 0, t >> 15, -((-t) >> 15))
-    return np.where((a == b) & (a == -(2**15)), 2**15 - 1, _int16_wrap(high))
-
-
 def _sdhm16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """tflite ``SaturatingDoublingHighMul`` on int16: like the above, truncating."""
+    """tflite ``SaturatingDoublingHighMul`` on int16: ``FX16.mul`` without the rounding."""
     ab = a * b
     high = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
-    return np.where((a == b) & (a == -(2**15)), 2**15 - 1, _int16_wrap(high))
+    return np.where((a == b) & (a == -(2**15)), 2**15 - 1, FX16.wrap(high))
 
 
 def _rdbpot16(x: np.ndarray, exponent: int) -> np.ndarray:
     """gemmlowp ``RoundingDivideByPOT`` on int16 (the mask is truncated to int16)."""
-    mask = int(_int16_wrap(np.int64((1 << exponent) - 1)))
-    remainder = _int16_wrap(x & mask)
+    mask = int(FX16.wrap(np.int64((1 << exponent) - 1)))
+    remainder = FX16.wrap(x & mask)
     threshold = (mask >> 1) + (x < 0)
-    return _int16_wrap((x >> min(exponent, 62)) + (remainder > threshold))
+    return FX16.wrap((x >> min(exponent, 62)) + (remainder > threshold))
 
 
 def _sat_left_shift16(x: np.ndarray, amount: int) -> np.ndarray:
@@ -200,18 +136,18 @@ def _hard_swish_recipe(ctx: OperationContext):
 
     def recipe(x: np.ndarray) -> np.ndarray:
         hires = (x - in_zp) * 128
-        preshift = _srdhm16(hires, out_m)
+        preshift = FX16.mul(hires, out_m)
         reluish = hires
         if rel_e > 0:
             reluish = _sat_left_shift16(reluish, rel_e - 1)
-        reluish = _srdhm16(reluish, rel_m)
+        reluish = FX16.mul(reluish, rel_m)
         if rel_e > 0:
             reluish = _sat_left_shift16(reluish, 1)
         if rel_e < 0:
             reluish = _rdbpot16(reluish, -rel_e)
         reluish = (reluish + (1 << 15)) >> 1  # [-1, 1] -> [0, 1]
         out = _rdbpot16(_sdhm16(reluish, preshift), -out_e)
-        out = _int16_wrap(out + out_zp)  # int16 arithmetic in the C++
+        out = FX16.wrap(out + out_zp)  # int16 arithmetic in the C++
         return np.clip(out, lo, hi).astype(dt)
 
     return ("hard_swish", in_scale, in_zp, out_scale, out_zp), recipe

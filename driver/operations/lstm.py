@@ -64,11 +64,12 @@ from driver.operations.base import (
 )
 from driver.operations.base import T as _T
 from driver.operations.quant import (
+    FX16,
+    FX32,
     inv_sqrt_quantized_multiplier_exp,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     rounding_divide_by_pot,
-    saturating_rounding_doubling_high_mul,
 )
 
 V = HalVersion
@@ -887,176 +888,6 @@ BIDIRECTIONAL_SEQUENCE_LSTM = OperationDeclaration(
 )
 
 
-# ---------------------------------------------------------------------------------------
-# gemmlowp fixed point, vectorized (fixedpoint.h); raw values held in int64 arrays
-# ---------------------------------------------------------------------------------------
-
-
-class FixedPoint:
-    """gemmlowp's ``FixedPoint<int16_t|int32_t, IntegerBits>`` arithmetic on raw values.
-
-    A value is a raw integer array; integer bits are passed explicitly where an operation
-    depends on them. ``bits`` is the raw type's width (16 or 32)."""
-
-    def __init__(self, bits: int):
-        self.bits = bits
-        self.min = -(1 << (bits - 1))
-        self.max = (1 << (bits - 1)) - 1
-
-    # --- raw integer helpers ------------------------------------------------------
-    def wrap(self, x):
-        """The C++ cast back to the raw type (two's complement wrap)."""
-        m = 1 << self.bits
-        return ((np.asarray(x, dtype=np.int64) - self.min) & (m - 1)) + self.min
-
-    def add(self, a, b):
-        return self.wrap(np.asarray(a, dtype=np.int64) + b)
-
-    def sub(self, a, b):
-        return self.wrap(np.asarray(a, dtype=np.int64) - b)
-
-    def neg(self, a):
-        return self.wrap(-np.asarray(a, dtype=np.int64))
-
-    def saturating_add(self, a, b):
-        return np.clip(np.asarray(a, dtype=np.int64) + b, self.min, self.max)
-
-    def add_saturating_if_16bit(self, a, b):
-        return self.saturating_add(a, b) if self.bits == 16 else self.add(a, b)
-
-    def mul(self, a, b):
-        """``SaturatingRoundingDoublingHighMul`` (the product of two FixedPoints)."""
-        if self.bits == 32:
-            return saturating_rounding_doubling_high_mul(a, b)
-        a = np.asarray(a, dtype=np.int64)
-        b = np.asarray(b, dtype=np.int64)
-        ab = a * b
-        nudge = np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
-        t = ab + nudge
-        high = np.where(t >= 0, t >> 15, -((-t) >> 15))  # C++ division truncates
-        return np.where((a == b) & (a == self.min), self.max, high)
-
-    def multiply_by_pot(self, x, exponent: int):
-        """``SaturatingRoundingMultiplyByPOT<exponent>``."""
-        x = np.asarray(x, dtype=np.int64)
-        if exponent == 0:
-            return x
-        if exponent < 0:
-            return rounding_divide_by_pot(x, -exponent)
-        threshold = (1 << (self.bits - 1 - exponent)) - 1
-        shifted = self.wrap(x << exponent)
-        return np.where(x > threshold, self.max, np.where(x < -threshold, self.min, shifted))
-
-    def rescale(self, x, src_bits: int, dst_bits: int):
-        """``Rescale<dst_bits>`` of a value with ``src_bits`` integer bits."""
-        return self.multiply_by_pot(x, src_bits - dst_bits)
-
-    def constant(self, int32_raw: int) -> int:
-        """``GEMMLOWP_CHECKED_FIXEDPOINT_CONSTANT``: an int32 raw value, rescaled to the
-        raw type by ``RoundingDivideByPOT(value, 32 - bits)``."""
-        return int(rounding_divide_by_pot(np.int64(int32_raw), 32 - self.bits))
-
-    def one(self, integer_bits: int) -> int:
-        """``FixedPoint::One()`` (saturated to the maximum with 0 integer bits)."""
-        return self.max if integer_bits == 0 else 1 << (self.bits - 1 - integer_bits)
-
-    def rounding_half_sum(self, a, b):
-        s = np.asarray(a, dtype=np.int64) + b
-        t = s + np.where(s >= 0, 1, -1)
-        return np.where(t >= 0, t // 2, -((-t) // 2))
-
-    # --- transcendental functions (fixedpoint.h) ----------------------------------
-    def exp_on_interval_between_negative_one_quarter_and_0_excl(self, a):
-        constant_term = self.constant(1895147668)
-        constant_1_over_3 = self.constant(715827883)
-        x = self.add(a, 1 << (self.bits - 4))  # + 1/8 (ConstantPOT<-3> of F0)
-        x2 = self.mul(x, x)
-        x3 = self.mul(x2, x)
-        x4 = self.mul(x2, x2)
-        x4_over_4 = self.multiply_by_pot(x4, -2)
-        poly = self.multiply_by_pot(
-            self.add(self.mul(self.add(x4_over_4, x3), constant_1_over_3), x2), -1
-        )
-        return self.add_saturating_if_16bit(
-            constant_term, self.mul(constant_term, self.add(x, poly))
-        )
-
-    def exp_on_negative_values(self, a, integer_bits: int):
-        frac = self.bits - 1 - integer_bits
-        a = np.asarray(a, dtype=np.int64)
-        one_quarter = 1 << (frac - 2)
-        mask = one_quarter - 1
-        a_mod_quarter_minus_one_quarter = self.sub(a & mask, one_quarter)
-        result = self.exp_on_interval_between_negative_one_quarter_and_0_excl(
-            self.rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0)
-        )
-        remainder = self.sub(a_mod_quarter_minus_one_quarter, a)
-        for exponent, multiplier in (
-            (-2, 1672461947),
-            (-1, 1302514674),
-            (0, 790015084),
-            (1, 290630308),
-            (2, 39332535),
-            (3, 720401),
-            (4, 242),
-        ):
-            if integer_bits > exponent:
-                k = self.constant(multiplier)
-                bit = 1 << (frac + exponent)
-                result = np.where((remainder & bit) != 0, self.mul(result, k), result)
-        if integer_bits > 5:
-            clamp = self.constant(-(1 << (36 - integer_bits)))
-            result = np.where(a < clamp, 0, result)
-        return np.where(a == 0, self.one(0), result)
-
-    def _newton_reciprocal(self, a):
-        """The Newton-Raphson core shared by the two divisions (F2 result)."""
-        half_denominator = self.rounding_half_sum(a, self.one(0))
-        c48_17 = self.constant(1515870810)
-        cneg32_17 = self.constant(-1010580540)
-        x = self.add(c48_17, self.mul(half_denominator, cneg32_17))
-        one_f2 = self.one(2)
-        for _ in range(3):
-            half_denominator_times_x = self.mul(half_denominator, x)
-            one_minus = self.sub(one_f2, half_denominator_times_x)
-            x = self.add(x, self.rescale(self.mul(x, one_minus), 4, 2))
-        return x
-
-    def one_over_one_plus_x_for_x_in_0_1(self, a):
-        # Rescale<0>(ExactMulByPot<-1>(x)): the raw value reinterpreted with 1 integer bit.
-        return self.rescale(self._newton_reciprocal(a), 1, 0)
-
-    def one_minus_x_over_one_plus_x_for_x_in_0_1(self, a):
-        return self.rescale(self.sub(self._newton_reciprocal(a), self.one(2)), 2, 0)
-
-    def logistic(self, a, integer_bits: int):
-        a = np.asarray(a, dtype=np.int64)
-        positive = a > 0
-        abs_input = np.where(positive, a, self.neg(a))
-        result_if_positive = self.one_over_one_plus_x_for_x_in_0_1(
-            self.exp_on_negative_values(self.neg(abs_input), integer_bits)
-        )
-        result_if_negative = self.sub(self.one(0), result_if_positive)
-        one_half = self.constant(1 << 30)
-        return np.where(
-            a == 0, one_half, np.where(positive, result_if_positive, result_if_negative)
-        )
-
-    def tanh(self, a, integer_bits: int):
-        a = np.asarray(a, dtype=np.int64)
-        negative = a < 0
-        n = np.where(negative, a, self.neg(a))
-        # neg_tanh_on_negative_values: exp of ExactMulByPot<1>(n) (one more integer bit).
-        t = self.one_minus_x_over_one_plus_x_for_x_in_0_1(
-            self.exp_on_negative_values(n, integer_bits + 1)
-        )
-        return np.where(a == 0, 0, np.where(negative, self.neg(t), t))
-
-
-FX16 = FixedPoint(16)
-FX32 = FixedPoint(32)
-
-
 def checked_log2(x: float) -> tuple[bool, int]:
     """tflite ``CheckedLog2`` in float32: (is a power of two within 1e-3, rounded log2)."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -1070,10 +901,6 @@ def checked_log2(x: float) -> tuple[bool, int]:
 def _mbqm(x, multiplier_shift: tuple[int, int]):
     m, s = multiplier_shift
     return multiply_by_quantized_multiplier(x, m, s)
-
-
-def _wrap32(x):
-    return FX32.wrap(x)
 
 
 def _int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -1193,7 +1020,7 @@ def quantized_lstm_cell(
     fx = FX16
     acts = []
     for w, b in zip(weights, biases):
-        acc = _wrap32(_int_matmul(concat, (w.astype(np.int64) - weights_zero_point).T) + b)
+        acc = FX32.wrap(_int_matmul(concat, (w.astype(np.int64) - weights_zero_point).T) + b)
         acc = _mbqm(acc, accum_mult)
         acts.append(np.clip(acc, -32768, 32767))
     input_gate = fx.logistic(acts[0], 3)
@@ -1324,7 +1151,7 @@ def _f32(x: float) -> float:
 def _matmul_accumulate(x, bias, w, mult, acc, lo: int, hi: int, zero_point: int = 0):
     """``MatrixBatchVectorMultiplyAccumulate`` (int8 x int8 -> int16/int8 accumulators):
     ``acc + MultiplyByQuantizedMultiplier(bias + x . w) + zero_point``, saturated."""
-    dot = _wrap32(_int_matmul(x.astype(np.int64), w.astype(np.int64).T) + bias)
+    dot = FX32.wrap(_int_matmul(x.astype(np.int64), w.astype(np.int64).T) + bias)
     return np.clip(_mbqm(dot, mult) + zero_point + acc, lo, hi)
 
 
@@ -1339,12 +1166,12 @@ def _layer_norm_int(v, weights, bias, mult: tuple[int, int], variance_limit: int
     temp = (1 << 20) // n
     variance = sum_sq * temp - mean * mean
     variance2 = np.where(variance >= 0, variance // (1 << 20), -((-variance) // (1 << 20)))
-    variance2 = _wrap32(variance2)
+    variance2 = FX32.wrap(variance2)
     variance2 = np.where(variance2 < 1, variance_limit, variance2)
     inv_a, inv_b = inv_sqrt_quantized_multiplier_exp(variance2, -1)
-    shifted = _wrap32(1024 * v - mean)
+    shifted = FX32.wrap(1024 * v - mean)
     rescaled = multiply_by_quantized_multiplier(shifted, inv_a, inv_b)
-    val3 = _wrap32(rescaled * weights.astype(np.int64) + bias)  # int32 arithmetic in C++
+    val3 = FX32.wrap(rescaled * weights.astype(np.int64) + bias)  # int32 arithmetic in C++
     biased = np.where(val3 > 0, val3 + 512, val3 - 512)
     val4 = np.where(biased >= 0, biased // 1024, -((-biased) // 1024))
     val5 = multiply_by_quantized_multiplier(val4, mult[0], mult[1] + 12)
@@ -1436,7 +1263,7 @@ def _execute_qlstm(ctx: OperationContext) -> list[np.ndarray]:
     def zp_bias(zero_point: int, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
         """``PrecomputeZeroPointTimesWeightWithBias``: bias + zero_point * row sums."""
         b = np.zeros(w.shape[0], dtype=np.int64) if bias is None else bias.astype(np.int64)
-        return _wrap32(b + zero_point * w.astype(np.int64).sum(axis=1))
+        return FX32.wrap(b + zero_point * w.astype(np.int64).sum(axis=1))
 
     gates: list[np.ndarray | None] = [None] * 4
     for k in range(4):

@@ -34,13 +34,11 @@ from driver.operations.base import (
 from driver.operations.base import T as _T
 from driver.operations.conv import QUANT8, from_nhwc, to_nhwc
 from driver.operations.quant import (
+    FX32,
     count_leading_zeros32,
-    exp_on_negative_values,
-    fixed_rescale,
     inv_sqrt_quantized_multiplier_exp,
     multiply_by_quantized_multiplier_greater_than_one,
     multiply_by_quantized_multiplier_smaller_than_one,
-    one_over_one_plus_x_for_x_in_0_1,
     quantize_multiplier_greater_than_one,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
@@ -173,14 +171,14 @@ def _softmax_quant(x: np.ndarray, beta: float, input_scale: float) -> np.ndarray
     scaled = multiply_by_quantized_multiplier_greater_than_one(
         np.where(live, diff, 0), mult, left_shift
     )
-    exps = exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS)  # Q0.31
-    acc = fixed_rescale(exps, 0, _ACCUMULATION_INTEGER_BITS)
+    exps = FX32.exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS)  # Q0.31
+    acc = FX32.rescale(exps, 0, _ACCUMULATION_INTEGER_BITS)
     sum_of_exps = np.where(live, acc, 0).sum(axis=-1, keepdims=True)
     sum_of_exps = sum_of_exps & 0xFFFFFFFF  # the C++ sum is an int32 read as uint32
     headroom_plus_one = count_leading_zeros32(sum_of_exps)
     num_bits_over_unit = _ACCUMULATION_INTEGER_BITS - headroom_plus_one
     shifted_sum_minus_one = ((sum_of_exps << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
-    shifted_scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+    shifted_scale = FX32.one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
     unsat = rounding_divide_by_pot(
         saturating_rounding_doubling_high_mul(shifted_scale, exps), num_bits_over_unit + 31 - 8
     )

@@ -74,7 +74,8 @@ def _round_half_away(x: float) -> int:
 # * SaturatingRoundingDoublingHighMul: ``(ab + nudge) / 2**31`` with C++ truncation and
 #   ``nudge = ab >= 0 ? 2**30 : 1 - 2**30`` equals ``floor((ab + 2**30) / 2**31)`` for every
 #   integer ab: for ab < 0, trunc((ab + 1 - 2**30) / 2**31) = -floor((2**30 - 1 - ab) /
-#   2**31) = floor((ab + 2**30) / 2**31). So it is one add and one arithmetic shift.
+#   2**31) = floor((ab + 2**30) / 2**31). So it is one add and one arithmetic shift. The
+#   int16 form is the same with 2**15 and 2**14.
 # * RoundingDivideByPOT(x, e), e >= 1: ``(x + 2**(e-1) - (x < 0)) >> e`` (halves away from
 #   zero); e == 0 is the identity.
 # * Both at once (MultiplyByQuantizedMultiplier with a right shift r >= 1): nested floors
@@ -101,23 +102,25 @@ def _may_equal(v: np.ndarray, value: int) -> bool:
     return bool(np.any(v == value))
 
 
-def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
-    """gemmlowp ``SaturatingRoundingDoublingHighMul`` on int32 values (held as int64):
-    ``(a*b + nudge) / 2**31`` truncated, INT32_MAX for INT32_MIN * INT32_MIN."""
+def saturating_rounding_doubling_high_mul(a, b, bits: int = 32) -> np.ndarray:
+    """gemmlowp ``SaturatingRoundingDoublingHighMul`` on int32 (or, with ``bits=16``,
+    int16) values held as int64: ``(a*b + nudge) / 2**(bits-1)`` truncated, the type's
+    maximum for minimum * minimum."""
     a = _int64(a)
     b = _int64(b)
+    lowest = -(1 << (bits - 1))
     ab = np.asarray(a * b)
-    # The one overflow, a == b == INT32_MIN, is the only int32 pair whose product is 2**62
-    # (a scalar operand other than INT32_MIN rules it out).
+    # The one overflow, a == b == lowest, is the only pair whose product is 2**(2*bits-2)
+    # (a scalar operand other than lowest rules it out).
     overflow = None
-    if not (a.ndim == 0 and a != INT32_MIN) and not (b.ndim == 0 and b != INT32_MIN):
-        overflow = ab == (1 << 62)
+    if not (a.ndim == 0 and a != lowest) and not (b.ndim == 0 and b != lowest):
+        overflow = ab == (1 << (2 * bits - 2))
         if not overflow.any():
             overflow = None
-    ab += 1 << 30  # in place: a second large temporary would cost page faults
-    ab >>= 31
+    ab += 1 << (bits - 2)  # in place: a second large temporary would cost page faults
+    ab >>= bits - 1
     if overflow is not None:
-        ab = np.where(overflow & (a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, ab)
+        ab = np.where(overflow & (a == lowest) & (b == lowest), -lowest - 1, ab)
     return ab
 
 
@@ -242,11 +245,6 @@ def multiply_by_quantized_multiplier_greater_than_one(x, quantized_multiplier, l
     return saturating_rounding_doubling_high_mul(x, quantized_multiplier)
 
 
-def _wrap_int32(x) -> np.ndarray:
-    """Two's-complement wrap to int32 (as int64), as the C++ int32 arithmetic does."""
-    return np.asarray(x, dtype=np.int64).astype(np.int32).astype(np.int64)
-
-
 # ---------------------------------------------------------------------------------------
 # Conversions
 # ---------------------------------------------------------------------------------------
@@ -328,8 +326,9 @@ def activation_range_quantized(
 
 
 # ---------------------------------------------------------------------------------------
-# gemmlowp fixed-point transcendental helpers (fixedpoint.h), on raw int32 values held as
-# int64 arrays. A raw value r of FixedPoint<int32, k> stands for r / 2**(31 - k).
+# gemmlowp fixed point (fixedpoint.h): FixedPoint<int16_t|int32_t, IntegerBits> on raw
+# values held in int64 arrays. A raw value r of FixedPoint<intB, k> stands for
+# r / 2**(B - 1 - k).
 # ---------------------------------------------------------------------------------------
 
 
@@ -340,34 +339,28 @@ def count_leading_zeros32(x) -> np.ndarray:
     return np.where(x == 0, 32, 32 - exp).astype(np.int64)
 
 
-def saturating_rounding_multiply_by_pot(x, exponent: int) -> np.ndarray:
-    """gemmlowp ``SaturatingRoundingMultiplyByPOT<exponent>`` on int32 raws."""
+def saturating_rounding_multiply_by_pot(x, exponent: int, bits: int = 32) -> np.ndarray:
+    """gemmlowp ``SaturatingRoundingMultiplyByPOT<exponent>`` on int32 (or int16) raws.
+    An exponent of ``bits - 1`` or more saturates every non-zero value (gemmlowp's
+    threshold is 0 at ``bits - 1``; beyond it the C++ shift is undefined)."""
     x = np.asarray(x, dtype=np.int64)
     if exponent == 0:
         return x
     if exponent < 0:
         return rounding_divide_by_pot(x, -exponent)
-    if exponent > 31:
-        threshold = (1 << (31 - exponent)) - 1
-        return np.where(
-            x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent)
-        )
-    # Clamping to +-2**(31-e) first saturates exactly: those shift to +-2**31, and the
-    # one out-of-range result, +2**31, becomes INT32_MAX.
-    limit = 1 << (31 - exponent)
-    y = np.clip(x, -limit, limit)
-    y <<= exponent
-    return np.minimum(y, INT32_MAX, out=y)
-
-
-def fixed_rescale(x, src_integer_bits: int, dst_integer_bits: int) -> np.ndarray:
-    """gemmlowp ``Rescale<dst>`` of a FixedPoint<int32, src> raw."""
-    return saturating_rounding_multiply_by_pot(x, src_integer_bits - dst_integer_bits)
+    # gemmlowp saturates beyond +-threshold = +-(2**(bits-1-e) - 1). Clamping to
+    # +-(threshold + 1) first saturates exactly: those shift to +-2**(bits-1), and the one
+    # out-of-range result, +2**(bits-1), becomes the maximum.
+    shift = min(exponent, bits - 1)
+    limit = 1 << (bits - 1 - shift)
+    y = np.asarray(np.clip(x, -limit, limit))
+    y <<= shift
+    return np.minimum(y, (1 << (bits - 1)) - 1, out=y)
 
 
 def rounding_half_sum(a, b) -> np.ndarray:
-    """gemmlowp ``RoundingHalfSum`` for int32: (a + b + sign) / 2, truncated, which is
-    ``(s + 1) >> 1`` for s = a + b >= 0 and ``s >> 1`` for s < 0."""
+    """gemmlowp ``RoundingHalfSum``: (a + b + sign) / 2 in the wider type, truncated, which
+    is ``(s + 1) >> 1`` for s = a + b >= 0 and ``s >> 1`` for s < 0."""
     s = np.asarray(np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64))
     t = np.asarray((s >> 63) + s)
     t += 1
@@ -375,72 +368,165 @@ def rounding_half_sum(a, b) -> np.ndarray:
     return t
 
 
-def _exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:
-    """FixedPoint<0> raw in [-1/4, 0) -> exp(a) as a FixedPoint<0> raw (Taylor at -1/8)."""
-    srdhm = saturating_rounding_doubling_high_mul
-    constant_term = 1895147668  # exp(-1/8)
-    constant_1_over_3 = 715827883
-    x = _wrap_int32(np.asarray(a, dtype=np.int64) + (1 << 28))
-    x2 = srdhm(x, x)
-    x3 = srdhm(x2, x)
-    x4 = srdhm(x2, x2)
-    x4_over_4 = saturating_rounding_multiply_by_pot(x4, -2)
-    inner = _wrap_int32(srdhm(_wrap_int32(x4_over_4 + x3), constant_1_over_3) + x2)
-    x4_over_24_plus = saturating_rounding_multiply_by_pot(inner, -1)
-    return _wrap_int32(constant_term + srdhm(constant_term, _wrap_int32(x + x4_over_24_plus)))
+class FixedPoint:
+    """gemmlowp's ``FixedPoint<int16_t|int32_t, IntegerBits>`` arithmetic on raw values:
+    ``FX16`` for the quantized LSTM cells, ``FX32`` for LOGISTIC, TANH and SOFTMAX.
 
+    A value is a raw integer array (int64); integer bits are passed explicitly where an
+    operation depends on them. Raw arithmetic wraps as the C++ raw type does."""
 
-_EXP_BARREL = (
-    (-2, 1672461947),
-    (-1, 1302514674),
-    (0, 790015084),
-    (1, 290630308),
-    (2, 39332535),
-    (3, 720401),
-    (4, 242),
-)
+    def __init__(self, bits: int):
+        self.bits = bits
+        self.min = -(1 << (bits - 1))
+        self.max = (1 << (bits - 1)) - 1
+        self._raw_dtype = {16: np.int16, 32: np.int32}[bits]
 
+    # --- raw integer helpers ------------------------------------------------------
+    def wrap(self, x) -> np.ndarray:
+        """The C++ cast back to the raw type (two's complement wrap)."""
+        return np.asarray(x, dtype=np.int64).astype(self._raw_dtype).astype(np.int64)
 
-def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
-    """gemmlowp ``exp_on_negative_values``: FixedPoint<int32, integer_bits> raws <= 0 ->
-    exp() as FixedPoint<int32, 0> raws."""
-    a = np.asarray(a, dtype=np.int64)
-    frac = 31 - integer_bits
-    one_quarter = 1 << (frac - 2)
-    a_mod = (a & (one_quarter - 1)) - one_quarter
-    result = _exp_on_interval_between_negative_one_quarter_and_0_excl(
-        fixed_rescale(a_mod, integer_bits, 0)
+    def add(self, a, b) -> np.ndarray:
+        return self.wrap(np.asarray(a, dtype=np.int64) + b)
+
+    def sub(self, a, b) -> np.ndarray:
+        return self.wrap(np.asarray(a, dtype=np.int64) - b)
+
+    def neg(self, a) -> np.ndarray:
+        return self.wrap(-np.asarray(a, dtype=np.int64))
+
+    def saturating_add(self, a, b) -> np.ndarray:
+        return np.clip(np.asarray(a, dtype=np.int64) + b, self.min, self.max)
+
+    def add_saturating_if_16bit(self, a, b) -> np.ndarray:
+        return self.saturating_add(a, b) if self.bits == 16 else self.add(a, b)
+
+    def mul(self, a, b) -> np.ndarray:
+        """``SaturatingRoundingDoublingHighMul`` (the product of two FixedPoints)."""
+        return saturating_rounding_doubling_high_mul(a, b, self.bits)
+
+    def multiply_by_pot(self, x, exponent: int) -> np.ndarray:
+        """``SaturatingRoundingMultiplyByPOT<exponent>``."""
+        return saturating_rounding_multiply_by_pot(x, exponent, self.bits)
+
+    def rescale(self, x, src_bits: int, dst_bits: int) -> np.ndarray:
+        """``Rescale<dst_bits>`` of a value with ``src_bits`` integer bits."""
+        return self.multiply_by_pot(x, src_bits - dst_bits)
+
+    def constant(self, int32_raw: int) -> int:
+        """``GEMMLOWP_CHECKED_FIXEDPOINT_CONSTANT``: an int32 raw value, rescaled to the
+        raw type by ``RoundingDivideByPOT(value, 32 - bits)``."""
+        return int(rounding_divide_by_pot(np.int64(int32_raw), 32 - self.bits))
+
+    def one(self, integer_bits: int) -> int:
+        """``FixedPoint::One()`` (saturated to the maximum with 0 integer bits)."""
+        return self.max if integer_bits == 0 else 1 << (self.bits - 1 - integer_bits)
+
+    # --- transcendental functions -------------------------------------------------
+    def exp_on_interval_between_negative_one_quarter_and_0_excl(self, a) -> np.ndarray:
+        """F0 raws in [-1/4, 0) -> exp() as F0 raws (Taylor expansion at -1/8)."""
+        constant_term = self.constant(1895147668)  # exp(-1/8)
+        constant_1_over_3 = self.constant(715827883)
+        x = self.add(a, 1 << (self.bits - 4))  # + 1/8 (ConstantPOT<-3> of F0)
+        x2 = self.mul(x, x)
+        x3 = self.mul(x2, x)
+        x4 = self.mul(x2, x2)
+        x4_over_4 = self.multiply_by_pot(x4, -2)
+        poly = self.multiply_by_pot(
+            self.add(self.mul(self.add(x4_over_4, x3), constant_1_over_3), x2), -1
+        )
+        return self.add_saturating_if_16bit(
+            constant_term, self.mul(constant_term, self.add(x, poly))
+        )
+
+    # exp(-2**exponent) as Q0.31 raws: the barrel shifter's factors.
+    _EXP_BARREL = (
+        (-2, 1672461947),
+        (-1, 1302514674),
+        (0, 790015084),
+        (1, 290630308),
+        (2, 39332535),
+        (3, 720401),
+        (4, 242),
     )
-    remainder = a_mod - a
-    for exponent, multiplier in _EXP_BARREL:
-        if integer_bits > exponent:
-            bit = np.int64(1) << (frac + exponent)
-            result = np.where(
-                (remainder & bit) != 0,
-                saturating_rounding_doubling_high_mul(result, multiplier),
-                result,
-            )
-    if integer_bits > 5:
-        result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
-    return np.where(a == 0, INT32_MAX, result)
+
+    def exp_on_negative_values(self, a, integer_bits: int) -> np.ndarray:
+        """Raws <= 0 with ``integer_bits`` integer bits -> exp() as F0 raws."""
+        frac = self.bits - 1 - integer_bits
+        a = np.asarray(a, dtype=np.int64)
+        one_quarter = 1 << (frac - 2)
+        # Neither subtraction can wrap for min <= a <= 0: the first is in [-1/4, 0), the
+        # second in [0, max]. (SOFTMAX runs this on every element: the wraps would cost.)
+        a_mod_quarter_minus_one_quarter = (a & (one_quarter - 1)) - one_quarter
+        result = self.exp_on_interval_between_negative_one_quarter_and_0_excl(
+            self.rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0)
+        )
+        remainder = a_mod_quarter_minus_one_quarter - a
+        for exponent, multiplier in self._EXP_BARREL:
+            if integer_bits > exponent:
+                bit = np.int64(1) << (frac + exponent)
+                result = np.where(
+                    (remainder & bit) != 0, self.mul(result, self.constant(multiplier)), result
+                )
+        if integer_bits > 5:
+            clamp = self.constant(-(1 << (36 - integer_bits)))
+            result = np.where(a < clamp, 0, result)
+        return np.where(a == 0, self.one(0), result)
+
+    def _newton_reciprocal(self, a) -> np.ndarray:
+        """1 / (1 + a) for F0 raws a in [0, 1), as F2 raws: three Newton-Raphson steps
+        from 48/17 - 32/17 d on the half denominator d. The two divisions share it."""
+        half_denominator = rounding_half_sum(a, self.one(0))
+        c48_17 = self.constant(1515870810)
+        cneg32_17 = self.constant(-1010580540)
+        x = self.add(c48_17, self.mul(half_denominator, cneg32_17))
+        one_f2 = self.one(2)
+        for _ in range(3):
+            half_denominator_times_x = self.mul(half_denominator, x)
+            one_minus = self.sub(one_f2, half_denominator_times_x)
+            x = self.add(x, self.rescale(self.mul(x, one_minus), 4, 2))
+        return x
+
+    def one_over_one_plus_x_for_x_in_0_1(self, a) -> np.ndarray:
+        # Rescale<0>(ExactMulByPot<-1>(x)): the raw value reinterpreted with 1 integer bit.
+        return self.rescale(self._newton_reciprocal(a), 1, 0)
+
+    def one_minus_x_over_one_plus_x_for_x_in_0_1(self, a) -> np.ndarray:
+        return self.rescale(self.sub(self._newton_reciprocal(a), self.one(2)), 2, 0)
+
+    def logistic(self, a, integer_bits: int) -> np.ndarray:
+        """Raws with ``integer_bits`` integer bits -> logistic() as F0 raws."""
+        a = np.asarray(a, dtype=np.int64)
+        positive = a > 0
+        abs_input = np.where(positive, a, self.neg(a))
+        result_if_positive = self.one_over_one_plus_x_for_x_in_0_1(
+            self.exp_on_negative_values(self.neg(abs_input), integer_bits)
+        )
+        result_if_negative = self.sub(self.one(0), result_if_positive)
+        one_half = self.constant(1 << 30)
+        return np.where(
+            a == 0, one_half, np.where(positive, result_if_positive, result_if_negative)
+        )
+
+    def tanh(self, a, integer_bits: int) -> np.ndarray:
+        """Raws with ``integer_bits`` integer bits -> tanh() as F0 raws."""
+        a = np.asarray(a, dtype=np.int64)
+        negative = a < 0
+        n = np.where(negative, a, self.neg(a))
+        # neg_tanh_on_negative_values: exp of ExactMulByPot<1>(n) (one more integer bit).
+        t = self.one_minus_x_over_one_plus_x_for_x_in_0_1(
+            self.exp_on_negative_values(n, integer_bits + 1)
+        )
+        return np.where(a == 0, 0, np.where(negative, self.neg(t), t))
 
 
-def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
-    """gemmlowp ``one_over_one_plus_x_for_x_in_0_1``: FixedPoint<0> raw a in [0, 1) ->
-    1 / (1 + a) as a FixedPoint<0> raw (Newton-Raphson, 3 iterations)."""
-    srdhm = saturating_rounding_doubling_high_mul
-    half_denominator = rounding_half_sum(a, INT32_MAX)
-    x = _wrap_int32(1515870810 + srdhm(half_denominator, -1010580540))  # F2: 48/17 - 32/17 d
-    for _ in range(3):
-        one_minus = _wrap_int32((1 << 29) - srdhm(half_denominator, x))
-        x = _wrap_int32(x + fixed_rescale(srdhm(x, one_minus), 4, 2))
-    return fixed_rescale(x, 1, 0)  # ExactMulByPot<-1> (F2 -> F1), then Rescale<0>
+FX16 = FixedPoint(16)
+FX32 = FixedPoint(32)
 
 
 def inv_sqrt_quantized_multiplier_exp(x, reverse_shift: int = -1) -> tuple[np.ndarray, np.ndarray]:
     """tflite ``GetInvSqrtQuantizedMultiplierExp`` (with its special case for inputs <= 1):
     (multiplier, shift) such that multiplying by them divides by sqrt(x)."""
-    srdhm = saturating_rounding_doubling_high_mul
     x = np.asarray(x, dtype=np.int64)
     special = x <= 1
     x = np.where(special, 2**28, x)
@@ -451,15 +537,15 @@ def inv_sqrt_quantized_multiplier_exp(x, reverse_shift: int = -1) -> tuple[np.nd
     shift = shift - left_pairs
     x = x << (2 * left_pairs)
     fx = x >> 1  # F3
-    half_input = saturating_rounding_multiply_by_pot(fx, -1)
+    half_input = FX32.multiply_by_pot(fx, -1)
     half_three = (1 << 28) + (1 << 27)
     r = np.full_like(x, 1 << 28)  # F3 one
     for _ in range(5):
-        r3 = fixed_rescale(srdhm(srdhm(r, r), r), 9, 3)
-        r = fixed_rescale(_wrap_int32(srdhm(half_three, r) - srdhm(half_input, r3)), 6, 3)
-    r = srdhm(r, 1518500250)  # * sqrt(2) / 2
+        r3 = FX32.rescale(FX32.mul(FX32.mul(r, r), r), 9, 3)
+        r = FX32.rescale(FX32.sub(FX32.mul(half_three, r), FX32.mul(half_input, r3)), 6, 3)
+    r = FX32.mul(r, 1518500250)  # * sqrt(2) / 2
     neg = shift < 0
-    r = np.where(neg, _wrap_int32(r << np.where(neg, -shift, 0)), r)
+    r = np.where(neg, FX32.wrap(r << np.where(neg, -shift, 0)), r)
     shift = np.where(neg, 0, shift)
     r = np.where(special, INT32_MAX, r)
     shift = np.where(special, 0, shift)

@@ -32,17 +32,20 @@ def c_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def wrap32(v: int) -> int:
-    return (v + 2**31) % 2**32 - 2**31
+def wrap(v: int, bits: int = 32) -> int:
+    """The C++ cast of ``v`` to intB (two's complement)."""
+    half = 1 << (bits - 1)
+    return (v + half) % (2 * half) - half
 
 
-def ref_srdhm(a: int, b: int) -> int:
-    """gemmlowp SaturatingRoundingDoublingHighMul(int32, int32)."""
-    if a == b == INT32_MIN:
-        return INT32_MAX
+def ref_srdhm(a: int, b: int, bits: int = 32) -> int:
+    """gemmlowp SaturatingRoundingDoublingHighMul(intB, intB)."""
+    lo = -(1 << (bits - 1))
+    if a == b == lo:
+        return -lo - 1
     ab = a * b
-    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-    return c_div(ab + nudge, 1 << 31)
+    nudge = (1 << (bits - 2)) if ab >= 0 else 1 - (1 << (bits - 2))
+    return c_div(ab + nudge, 1 << (bits - 1))
 
 
 def ref_rdbpot(x: int, exponent: int) -> int:
@@ -57,20 +60,20 @@ def ref_mbqm(x: int, multiplier: int, shift: int) -> int:
     """tflite MultiplyByQuantizedMultiplier: int32 ``x * (1 << left)`` (wrapping), then
     the high multiply, then the rounding right shift."""
     left, right = max(shift, 0), max(-shift, 0)
-    return ref_rdbpot(ref_srdhm(wrap32(x * (1 << left)), multiplier), right)
+    return ref_rdbpot(ref_srdhm(wrap(x * (1 << left)), multiplier), right)
 
 
-def ref_sat_mul_pot(x: int, exponent: int) -> int:
-    """gemmlowp SaturatingRoundingMultiplyByPOT<exponent>."""
+def ref_sat_mul_pot(x: int, exponent: int, bits: int = 32) -> int:
+    """gemmlowp SaturatingRoundingMultiplyByPOT<exponent> on intB (exponent <= bits - 1)."""
     if exponent == 0:
         return x
     if exponent < 0:
         return ref_rdbpot(x, -exponent)
-    threshold = (1 << (31 - exponent)) - 1
+    threshold = (1 << (bits - 1 - exponent)) - 1
     if x > threshold:
-        return INT32_MAX
+        return (1 << (bits - 1)) - 1
     if x < -threshold:
-        return INT32_MIN
+        return -(1 << (bits - 1))
     return x << exponent
 
 
@@ -300,7 +303,7 @@ def test_legacy_multiplier_forms():
         for left in (0, 1, 5, 12):
             check(
                 quant.multiply_by_quantized_multiplier_greater_than_one(x, m, left),
-                [ref_srdhm(wrap32(int(v) << left), m) for v in x],
+                [ref_srdhm(wrap(int(v) << left), m) for v in x],
                 f"greater than one m={m} left={left}",
             )
 
@@ -359,3 +362,198 @@ def test_rounding_half_sum():
         [ref_half_sum(int(x), INT32_MAX) for x in a],
         "rounding half sum with INT32_MAX",
     )
+
+
+# --- FixedPoint<int16|int32> (fixedpoint.h): exp, reciprocals, logistic, tanh ---------------
+
+
+def ref_const(v: int, bits: int) -> int:
+    """GEMMLOWP_CHECKED_FIXEDPOINT_CONSTANT: an int32 raw rescaled to intB."""
+    return ref_rdbpot(v, 32 - bits)
+
+
+def ref_exp_on_negative_values(a: int, integer_bits: int, bits: int) -> int:
+    hi = (1 << (bits - 1)) - 1
+    frac = bits - 1 - integer_bits
+    quarter = 1 << (frac - 2)
+    a_mod = wrap((a & (quarter - 1)) - quarter, bits)
+    # exp on [-1/4, 0): Taylor at -1/8
+    ct, c13 = ref_const(1895147668, bits), ref_const(715827883, bits)
+    x = wrap(ref_sat_mul_pot(a_mod, integer_bits, bits) + (1 << (bits - 4)), bits)
+    x2 = ref_srdhm(x, x, bits)
+    x3 = ref_srdhm(x2, x, bits)
+    x4 = ref_srdhm(x2, x2, bits)
+    inner = wrap(ref_srdhm(wrap(ref_rdbpot(x4, 2) + x3, bits), c13, bits) + x2, bits)
+    poly = ref_rdbpot(inner, 1)
+    t = ref_srdhm(ct, wrap(x + poly, bits), bits)
+    result = max(-hi - 1, min(hi, ct + t)) if bits == 16 else wrap(ct + t, bits)
+    remainder = wrap(a_mod - a, bits)
+    barrel = [
+        (-2, 1672461947),
+        (-1, 1302514674),
+        (0, 790015084),
+        (1, 290630308),
+        (2, 39332535),
+        (3, 720401),
+        (4, 242),
+    ]
+    for e, m in barrel:
+        if integer_bits > e and remainder & (1 << (frac + e)):
+            result = ref_srdhm(result, ref_const(m, bits), bits)
+    if integer_bits > 5 and a < ref_const(-(1 << (36 - integer_bits)), bits):
+        result = 0
+    return hi if a == 0 else result
+
+
+def ref_newton_reciprocal(a: int, bits: int) -> int:
+    """1 / (1 + a) in F2 (three Newton-Raphson steps on the half denominator)."""
+    half_denominator = ref_half_sum(a, (1 << (bits - 1)) - 1)
+    x = wrap(
+        ref_const(1515870810, bits)
+        + ref_srdhm(half_denominator, ref_const(-1010580540, bits), bits),
+        bits,
+    )
+    one_f2 = 1 << (bits - 3)
+    for _ in range(3):
+        one_minus = wrap(one_f2 - ref_srdhm(half_denominator, x, bits), bits)
+        x = wrap(x + ref_sat_mul_pot(ref_srdhm(x, one_minus, bits), 2, bits), bits)
+    return x
+
+
+def ref_logistic(a: int, integer_bits: int, bits: int) -> int:
+    hi = (1 << (bits - 1)) - 1
+    if a == 0:
+        return ref_const(1 << 30, bits)
+    abs_a = a if a > 0 else wrap(-a, bits)
+    exp = ref_exp_on_negative_values(wrap(-abs_a, bits), integer_bits, bits)
+    positive = ref_sat_mul_pot(ref_newton_reciprocal(exp, bits), 1, bits)
+    return positive if a > 0 else wrap(hi - positive, bits)
+
+
+def ref_tanh(a: int, integer_bits: int, bits: int) -> int:
+    if a == 0:
+        return 0
+    n = a if a < 0 else wrap(-a, bits)
+    x = ref_newton_reciprocal(ref_exp_on_negative_values(n, integer_bits + 1, bits), bits)
+    t = ref_sat_mul_pot(wrap(x - (1 << (bits - 3)), bits), 2, bits)
+    return wrap(-t, bits) if a < 0 else t
+
+
+FIXED_POINTS = {16: quant.FX16, 32: quant.FX32}
+
+
+def raws(bits: int) -> np.ndarray:
+    """Raw values of FixedPoint<intB> (but the minimum, which the callers never pass:
+    see the kernels' input radii): every int16; for int32 the edges and random values."""
+    lo, hi = -(1 << (bits - 1)) + 1, (1 << (bits - 1)) - 1
+    if bits == 16:
+        return np.arange(lo, hi + 1, dtype=np.int64)
+    rng = np.random.default_rng(RNG_SEED + 6)
+    values = np.concatenate([np.array(EDGES, dtype=np.int64), random_int32(rng, 3000)])
+    return np.clip(values, lo, hi)
+
+
+def sample(values: np.ndarray) -> np.ndarray:
+    """Few enough for the scalar port: the ends, a stride through, and around 0."""
+    if values.size <= 4000:
+        return values
+    return np.concatenate([values[:40], values[-40:], values[::97], [-1, 0, 1]])
+
+
+@pytest.mark.parametrize("bits", [16, 32])
+def test_srdhm_and_saturating_multiply_by_pot_of_either_width(bits):
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    edges = np.array(sorted({lo, lo + 1, -(hi // 2), -3, -1, 0, 1, 3, hi // 2, hi - 1, hi}))
+    a, b = np.meshgrid(edges, edges)
+    check(
+        quant.saturating_rounding_doubling_high_mul(a, b, bits).ravel(),
+        [ref_srdhm(int(x), int(y), bits) for x, y in zip(a.ravel(), b.ravel())],
+        f"srdhm int{bits}",
+    )
+    for exponent in (1, 2, bits // 2, bits - 2, bits - 1):
+        check(
+            quant.saturating_rounding_multiply_by_pot(edges, exponent, bits),
+            [ref_sat_mul_pot(int(v), exponent, bits) for v in edges],
+            f"sat mul pot {exponent} int{bits}",
+        )
+    # Beyond bits - 1 (undefined in the C++) every non-zero value saturates.
+    got = quant.saturating_rounding_multiply_by_pot(edges, bits + 3, bits)
+    check(got, np.where(edges > 0, hi, np.where(edges < 0, lo, 0)), "beyond bits - 1")
+    # A scalar is a 0-d result, not an error.
+    assert int(quant.saturating_rounding_multiply_by_pot(np.int64(3), 2, bits)) == 12
+
+
+@pytest.mark.parametrize("bits", [16, 32])
+@pytest.mark.parametrize("integer_bits", [0, 1, 3, 5, 6, 12])
+def test_exp_on_negative_values_matches_the_scalar_port(bits, integer_bits):
+    a = -np.abs(sample(raws(bits)))
+    got = FIXED_POINTS[bits].exp_on_negative_values(a, integer_bits)
+    check(got, [ref_exp_on_negative_values(int(v), integer_bits, bits) for v in a], "exp")
+    # ...and exp() to within the algorithm's precision (a few raw steps of int16; 2.3e-7,
+    # the Taylor step's, for int32).
+    real = a / 2.0 ** (bits - 1 - integer_bits)
+    tolerance = {16: 1e-4, 32: 3e-7}[bits]
+    assert np.abs(got / 2.0 ** (bits - 1) - np.exp(real)).max() < tolerance
+
+
+@pytest.mark.parametrize("bits", [16, 32])
+def test_reciprocals_match_the_scalar_port(bits):
+    fp = FIXED_POINTS[bits]
+    x = np.abs(sample(raws(bits)))  # F0 in [0, 1)
+    check(
+        fp.one_over_one_plus_x_for_x_in_0_1(x),
+        [ref_sat_mul_pot(ref_newton_reciprocal(int(v), bits), 1, bits) for v in x],
+        "1 / (1 + x)",
+    )
+    check(
+        fp.one_minus_x_over_one_plus_x_for_x_in_0_1(x),
+        [
+            ref_sat_mul_pot(
+                wrap(ref_newton_reciprocal(int(v), bits) - (1 << (bits - 3)), bits), 2, bits
+            )
+            for v in x
+        ],
+        "(1 - x) / (1 + x)",
+    )
+
+
+@pytest.mark.parametrize("bits", [16, 32])
+@pytest.mark.parametrize("integer_bits", [3, 4, 6])
+def test_logistic_and_tanh_match_scalar_port_and_float(bits, integer_bits):
+    fp = FIXED_POINTS[bits]
+    raw = raws(bits)
+    real = raw / 2.0 ** (bits - 1 - integer_bits)
+    lg = fp.logistic(raw, integer_bits)
+    th = fp.tanh(raw, integer_bits)
+    # Close to the real functions (F0 results)...
+    tolerance = {16: (2e-4, 4e-4), 32: (1e-6, 2e-6)}[bits]
+    assert np.abs(lg / 2.0 ** (bits - 1) - 1 / (1 + np.exp(-real))).max() < tolerance[0]
+    assert np.abs(th / 2.0 ** (bits - 1) - np.tanh(real)).max() < tolerance[1]
+    # ...and bit-identical to the straightforward scalar port.
+    picked = sample(raw)
+    index = np.searchsorted(raw, picked) if bits == 16 else np.arange(raw.size)
+    check(lg[index], [ref_logistic(int(a), integer_bits, bits) for a in picked], "logistic")
+    check(th[index], [ref_tanh(int(a), integer_bits, bits) for a in picked], "tanh")
+
+
+def test_fixed_point_special_values():
+    fx16, fx32 = quant.FX16, quant.FX32
+    assert fx16.logistic(np.int64(0), 3) == 16384  # exactly 0.5
+    assert fx16.tanh(np.int64(0), 3) == 0
+    assert fx16.logistic(np.int64(32767), 3) == 32767 - fx16.logistic(np.int64(-32767), 3)
+    assert fx32.logistic(np.int64(0), 4) == 1 << 30
+    assert fx32.exp_on_negative_values(np.int64(0), 5) == INT32_MAX  # exp(0) saturates
+    assert fx16.multiply_by_pot(np.int64(20000), 1) == 32767
+    assert fx16.multiply_by_pot(np.int64(-20000), 1) == -32768
+    assert fx16.multiply_by_pot(np.int64(-3), -1) == -2  # -1.5 -> -2
+    assert fx16.wrap(np.int64(32768)) == -32768 and fx32.wrap(np.int64(2**31)) == INT32_MIN
+
+
+def test_inverse_sqrt_multiplier():
+    xs = np.array([2, 3, 17, 1000, 65535, 2**20 + 7, 2**29 + 5, 2**31 - 1], dtype=np.int64)
+    mult, shift = quant.inv_sqrt_quantized_multiplier_exp(xs, -1)
+    # 1/sqrt(x) = mult * 2^(shift - 31)  (the shift is reversed to a left shift)
+    approx = mult / 2.0**31 * 2.0**shift
+    np.testing.assert_allclose(approx, 1 / np.sqrt(xs), rtol=3e-6)  # 5 Newton steps
+    m1, s1 = quant.inv_sqrt_quantized_multiplier_exp(np.array([0, 1]), -1)
+    assert m1.tolist() == [2**31 - 1] * 2 and s1.tolist() == [0, 0]
