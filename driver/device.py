@@ -46,9 +46,7 @@ from driver.extensions import EXTENSIONS, ModelTypes, types_for, validate_extens
 from driver.hal.device import (
     DEFAULT_LOOP_TIMEOUT_NS,
     MAX_LOOP_TIMEOUT_NS,
-    ExecutionCallback,
     ExecutionResult,
-    SyncFenceLike,
 )
 from driver.hal.types import (
     NO_TIMING,
@@ -74,18 +72,16 @@ from driver.hal.types import (
     Request,
     Timing,
 )
-from driver.launch import FencedCallback, check_fences, launch_async, launch_fenced
+from driver.launch import LaunchedExecutions, now_us
 from driver.log import VLOG, vlog
 from driver.memory import SUPPORTED_MEMORY_NAMES, pool_buffer
 from driver.operations import declaration
 from driver.operations.base import OperationDeclaration
 from driver.scheduler import Budget, PriorityScheduler
-from driver.sync import SyncFence
 from driver.validation import (
     nesting_depth,
     reachable_subgraphs,
     validate_deadline,
-    validate_duration,
     validate_execution,
     validate_execution_preference,
     validate_model,
@@ -116,10 +112,6 @@ class DeviceConfig:
 
 def _status_of(e: HalError) -> ErrorStatus:
     return e.status
-
-
-def _now_us() -> int:
-    return time.monotonic_ns() // 1000
 
 
 class ReferenceDevice:
@@ -469,7 +461,7 @@ def _reference_capabilities(version: HalVersion) -> Capabilities:
 # ---------------------------------------------------------------------------------------
 
 
-class ReferencePreparedModel:
+class ReferencePreparedModel(LaunchedExecutions):
     """``IPreparedModel``: executions on one prepared model may run in parallel."""
 
     def __init__(
@@ -510,7 +502,7 @@ class ReferencePreparedModel:
         fenced: bool = False,
         started_us: int | None = None,
     ) -> ExecutionResult:
-        start_us = started_us if started_us is not None else _now_us()
+        start_us = started_us if started_us is not None else now_us()
         dev = self.device
         out_buffers: list[DriverBuffer] = []
         try:
@@ -527,13 +519,13 @@ class ReferencePreparedModel:
                 arg.location.length for arg in request.outputs
             )
             with dev.scheduler.slot(self.priority, deadline, memory):
-                device_start = _now_us()
+                device_start = now_us()
                 outputs = self.executor.run(
                     inputs,
                     deadline=None if deadline is None else deadline / 1e9,
                     loop_timeout=loop_ns / 1e9,
                 )
-                device_end = _now_us()
+                device_end = now_us()
             shapes = self._write_outputs(request, outputs)
         except HalError as e:
             dev._fail(e)
@@ -559,7 +551,7 @@ class ReferencePreparedModel:
             return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, shapes, NO_TIMING
         timing = NO_TIMING
         if measure == MeasureTiming.YES:
-            end = _now_us()
+            end = now_us()
             on_device = device_end - device_start
             timing = Timing(time_on_device=on_device, time_in_driver=max(end - start_us, on_device))
         return ErrorStatus.NONE, shapes, timing
@@ -677,60 +669,6 @@ class ReferencePreparedModel:
     ) -> ExecutionResult:
         """``executeSynchronously_1_3``."""
         return self._run(request, measure, deadline, loop_timeout)
-
-    def execute(
-        self,
-        request: Request,
-        measure: int,
-        deadline: int | None,
-        loop_timeout: int | None,
-        callback: ExecutionCallback,
-    ) -> ErrorStatus:
-        """``execute_1_3``: validates and launches; ``callback.notify`` reports completion."""
-        start = _now_us()
-        try:
-            self._check(request, measure, deadline, loop_timeout, False)
-        except HalError as e:
-            self.device._fail(e)
-            callback.notify(e.status, [], NO_TIMING)
-            return e.status
-        launch_async(
-            self.device,
-            self.device._workers(),
-            lambda: self._run(request, measure, deadline, loop_timeout, started_us=start),
-            callback,
-        )
-        return ErrorStatus.NONE
-
-    def execute_fenced(
-        self,
-        request: Request,
-        wait_for: Sequence[SyncFenceLike],
-        measure: int = MeasureTiming.NO,
-        deadline: int | None = None,
-        loop_timeout: int | None = None,
-        timeout_after_fence: int | None = None,
-    ) -> tuple[ErrorStatus, SyncFence | None, FencedCallback | None]:
-        """``executeFenced``."""
-        start = _now_us()
-        try:
-            check_fences(wait_for)
-            validate_duration(timeout_after_fence, "timeout after the fences")
-            self._check(request, measure, deadline, loop_timeout, True)
-        except HalError as e:
-            return self.device._fail(e), None, None
-        done, callback = launch_fenced(
-            self.device,
-            self.device._workers(),
-            wait_for,
-            measure,
-            deadline,
-            timeout_after_fence,
-            lambda limit: self._run(
-                request, measure, limit, loop_timeout, fenced=True, started_us=start
-            ),
-        )
-        return ErrorStatus.NONE, done, callback
 
     def configure_execution_burst(self) -> tuple[ErrorStatus, ReferenceBurst]:
         """``configureExecutionBurst``."""

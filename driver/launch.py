@@ -21,7 +21,15 @@ from concurrent.futures import Executor
 from typing import Any
 
 from driver.hal.device import ExecutionCallback, ExecutionResult, SyncFenceLike
-from driver.hal.types import NO_TIMING, UINT64_MAX, ErrorStatus, HalError, MeasureTiming, Timing
+from driver.hal.types import (
+    NO_TIMING,
+    UINT64_MAX,
+    ErrorStatus,
+    HalError,
+    MeasureTiming,
+    Request,
+    Timing,
+)
 from driver.log import VLOG, vlog
 from driver.sync import SyncFence
 
@@ -119,7 +127,7 @@ def launch_fenced(
     """``executeFenced``'s work: wait for ``wait_for``, then ``run`` under ``deadline``
     tightened by ``timeout_after_fence`` (ns after the fences). Returns the fence that
     signals the end (with an error unless NONE) and the callback holding the outcome."""
-    launched_us = time.monotonic_ns() // 1000
+    launched_us = now_us()
     done = SyncFence()
     callback = FencedCallback()
 
@@ -138,7 +146,7 @@ def launch_fenced(
         on_device = timing.time_on_device
         if on_device == UINT64_MAX:  # a step that did not measure: nothing to report
             return status, NO_TIMING, NO_TIMING
-        end_us = time.monotonic_ns() // 1000
+        end_us = now_us()
         return (
             status,
             Timing(on_device, max(end_us - launched_us, on_device)),
@@ -156,3 +164,80 @@ def launch_fenced(
 
     workers.submit(work)
     return done, callback
+
+
+def now_us() -> int:
+    """The monotonic clock in microseconds, the unit of HAL timings."""
+    return time.monotonic_ns() // 1000
+
+
+class LaunchedExecutions:
+    """``execute_1_3`` and ``executeFenced`` of a prepared model that runs its executions
+    itself, given two methods:
+
+    - ``_check(request, measure, deadline, loop_timeout, fenced)`` validates at launch;
+      the status of a :class:`HalError` it raises is the launch's (INVALID_ARGUMENT for a
+      bad request), with nothing started;
+    - ``_run(request, measure, deadline, loop_timeout, *, fenced, started_us)`` executes
+      synchronously; ``started_us`` is when the launch began (an asynchronous execution's
+      time in the driver counts from there).
+
+    The reference and the partitioned prepared models share these paths, so a launch is
+    validated and reported the same way on both."""
+
+    device: Any
+
+    def execute(
+        self,
+        request: Request,
+        measure: int,
+        deadline: int | None,
+        loop_timeout: int | None,
+        callback: ExecutionCallback,
+    ) -> ErrorStatus:
+        """``execute_1_3``: validates and launches; ``callback.notify`` reports completion."""
+        start = now_us()
+        try:
+            self._check(request, measure, deadline, loop_timeout, False)
+        except HalError as e:
+            self.device.last_error = str(e)
+            callback.notify(e.status, [], NO_TIMING)
+            return e.status
+        launch_async(
+            self.device,
+            self.device._workers(),
+            lambda: self._run(request, measure, deadline, loop_timeout, started_us=start),
+            callback,
+        )
+        return ErrorStatus.NONE
+
+    def execute_fenced(
+        self,
+        request: Request,
+        wait_for: Sequence[SyncFenceLike],
+        measure: int = MeasureTiming.NO,
+        deadline: int | None = None,
+        loop_timeout: int | None = None,
+        timeout_after_fence: int | None = None,
+    ) -> tuple[ErrorStatus, SyncFence | None, FencedCallback | None]:
+        """``executeFenced``: validates, then waits for ``wait_for`` on a worker and runs;
+        the returned fence signals the end."""
+        from driver.validation import validate_duration
+
+        try:
+            check_fences(wait_for)
+            validate_duration(timeout_after_fence, "timeout after the fences")
+            self._check(request, measure, deadline, loop_timeout, True)
+        except HalError as e:
+            self.device.last_error = str(e)
+            return e.status, None, None
+        done, callback = launch_fenced(
+            self.device,
+            self.device._workers(),
+            wait_for,
+            measure,
+            deadline,
+            timeout_after_fence,
+            lambda limit: self._run(request, measure, limit, loop_timeout, fenced=True),
+        )
+        return ErrorStatus.NONE, done, callback

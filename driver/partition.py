@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from driver.hal.device import Device, ExecutionCallback, ExecutionResult, SyncFenceLike
+from driver.hal.device import Device, ExecutionResult
 from driver.hal.types import (
     NO_LOCATION,
     NO_TIMING,
@@ -89,7 +89,7 @@ from driver.hal.types import (
     operation_type_name,
     tensor_has_unspecified_dimensions,
 )
-from driver.launch import check_fences, launch_async, launch_fenced
+from driver.launch import LaunchedExecutions, now_us
 from driver.memory import allocate_shared_memory
 from driver.validation import (
     validate_deadline,
@@ -106,10 +106,6 @@ _MAX_ATTEMPTS = 3
 """Runs of a step that keeps reporting OUTPUT_INSUFFICIENT_SIZE before it is a failure
 (after one, every size is the reported one, so a second shortfall is a driver bug)."""
 _NO_PERFORMANCE = PerformanceInfo(math.inf, math.inf)
-
-
-def _now_us() -> int:
-    return time.monotonic_ns() // 1000
 
 
 def _as_status(status: Any) -> ErrorStatus:
@@ -670,7 +666,7 @@ def _arena(sizes: Sequence[int]) -> tuple[Memory, list[int]]:
     return allocate_shared_memory(total), offsets
 
 
-class PartitionedPreparedModel:
+class PartitionedPreparedModel(LaunchedExecutions):
     """The prepared steps of a plan; every execution path runs them in order."""
 
     def __init__(self, device: PartitionedDevice, model: Model, plan: Plan, prepared: list[Any]):
@@ -699,10 +695,11 @@ class PartitionedPreparedModel:
         loop_timeout: int | None,
         *,
         fenced: bool = False,
+        started_us: int | None = None,
     ) -> ExecutionResult:
         try:
             try:
-                return self._execute(request, measure, deadline, loop_timeout, fenced)
+                return self._execute(request, measure, deadline, loop_timeout, fenced, started_us)
             except _ZeroSizedBoundary as boundary:
                 return self._run_whole(boundary, request, measure, deadline, loop_timeout)
         except HalError as e:
@@ -761,8 +758,9 @@ class PartitionedPreparedModel:
         deadline: int | None,
         loop_timeout: int | None,
         fenced: bool,
+        started_us: int | None,
     ) -> ExecutionResult:
-        start = _now_us()
+        start = now_us() if started_us is None else started_us
         self._check(request, measure, deadline, loop_timeout, fenced)
         if deadline is not None and time.monotonic_ns() > deadline:
             raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline already passed")
@@ -802,7 +800,7 @@ class PartitionedPreparedModel:
             return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, shapes, NO_TIMING
         if not timed:
             return ErrorStatus.NONE, shapes, NO_TIMING
-        total = _now_us() - start
+        total = now_us() - start
         return ErrorStatus.NONE, shapes, Timing(on_device, max(total, on_device))
 
     def _full_dims(self, operand: int, dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -953,59 +951,6 @@ class PartitionedPreparedModel:
     ) -> ExecutionResult:
         """``executeSynchronously_1_3``: the steps in order."""
         return self._run(request, measure, deadline, loop_timeout)
-
-    def execute(
-        self,
-        request: Request,
-        measure: int,
-        deadline: int | None,
-        loop_timeout: int | None,
-        callback: ExecutionCallback,
-    ) -> ErrorStatus:
-        """``execute_1_3``: validates, then runs the steps on a worker thread."""
-        try:
-            self._check(request, measure, deadline, loop_timeout, False)
-        except HalError as e:
-            self.device.last_error = str(e)
-            callback.notify(e.status, [], NO_TIMING)
-            return e.status
-        launch_async(
-            self.device,
-            self.device._workers(),
-            lambda: self._run(request, measure, deadline, loop_timeout),
-            callback,
-        )
-        return ErrorStatus.NONE
-
-    def execute_fenced(
-        self,
-        request: Request,
-        wait_for: Sequence[SyncFenceLike],
-        measure: int = MeasureTiming.NO,
-        deadline: int | None = None,
-        loop_timeout: int | None = None,
-        timeout_after_fence: int | None = None,
-    ) -> tuple[ErrorStatus, Any, Any]:
-        """``executeFenced``: waits for ``wait_for`` on a worker, then runs the steps."""
-        from driver.validation import validate_duration
-
-        try:
-            check_fences(wait_for)
-            validate_duration(timeout_after_fence, "timeout after the fences")
-            self._check(request, measure, deadline, loop_timeout, True)
-        except HalError as e:
-            self.device.last_error = str(e)
-            return e.status, None, None
-        done, callback = launch_fenced(
-            self.device,
-            self.device._workers(),
-            wait_for,
-            measure,
-            deadline,
-            timeout_after_fence,
-            lambda limit: self._run(request, measure, limit, loop_timeout, fenced=True),
-        )
-        return ErrorStatus.NONE, done, callback
 
     def configure_execution_burst(self) -> tuple[ErrorStatus, PartitionedBurst]:
         return ErrorStatus.NONE, PartitionedBurst(self)

@@ -330,9 +330,12 @@ EXECUTION_ARGUMENTS = [
     [case[1:] for case in EXECUTION_ARGUMENTS],
     ids=[case[0] for case in EXECUTION_ARGUMENTS],
 )
+# Both prepared models that run their executions themselves (launch.LaunchedExecutions).
+@pytest.mark.parametrize("driver_name", ["reference", "partitioned:partial-float"])
 def test_execution_arguments_get_the_same_status_on_every_path(
-    device, path, measure, deadline, loop_timeout, expected
+    driver_name, path, measure, deadline, loop_timeout, expected
 ):
+    device = load_device(driver_name)
     m = add_model()
     pm = prepare(device, m)
     rb = build_request(m, feeds())
