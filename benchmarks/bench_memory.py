@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Peak memory of each operation when its size parameters grow.
+"""Peak memory of each operation when its size parameters, or its inputs, grow.
 
     python benchmarks/bench_memory.py [--match NAME] [--per-op N] [--seconds S]
+    python benchmarks/bench_memory.py --inputs [MIB] [--match NAME] [--per-op N]
 
 A valid model may ask a kernel for enormous work from a tiny input: an INT32 scalar (an
 output size, a padding, a stride, a sampling ratio), a float scalar (a resize scale) or an
@@ -20,6 +21,13 @@ without a size argument or whose outputs stay tiny are not listed. ``--pairs`` a
 every pair of INT32 scalars to extremes together (a stride with a padding, an output size
 with an adaptive ratio) and reports crashes, slow runs and runs over either goal (~10
 minutes; ``--per-op 8``, which reaches every data type's examples, ~25 minutes).
+
+``--inputs MIB`` (default 64) grows the inputs instead: the example's non-constant tensor
+inputs repeated along axis 0 until the largest is about MIB MiB. An operation gets such
+inputs from one upstream, when a RESIZE, TILE, PAD or FILL asked for 256 MiB (the
+executor's output cap) from a tiny input: its kernel must then keep within the same goal.
+A row's time is projected linearly to 256 MiB inputs and marked when that is over the
+fuzz timeout. Examples whose inputs do not share their first dimension are skipped.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from tests.operations.examples import all_examples
 
 GOAL_FACTOR = 4
 GOAL_SLACK = 64 << 20
+LARGEST_INPUT = 256 << 20  # MAX_OUTPUT_BYTES: the largest tensor an upstream can make
 LISTED_BYTES = 1 << 20  # rows whose largest run moved less than this are not listed
 FUZZ_TIMEOUT = CampaignConfig(target="").timeout  # `nnfuzz fuzz --timeout`'s default
 
@@ -72,6 +81,28 @@ def _grown(arg, value: int):
         grown = np.where(arg.values > 0, np.int32(min(value, 2**31 - 1)), arg.values)
         return dataclasses.replace(arg, values=grown.astype(np.int32))
     return None
+
+
+def _tiled(ex, target_bytes: int) -> tuple[list, int] | None:
+    """``ex``'s inputs with every non-constant tensor input repeated along axis 0 until
+    the largest is about ``target_bytes``, and the number of repeats; None when the
+    inputs do not share axis 0's size (repeating them apart would not be a valid model)."""
+    tensors = [
+        k
+        for k, a in enumerate(ex.inputs)
+        if isinstance(a, TensorArg) and not a.const and a.values.ndim and a.values.shape[0]
+    ]
+    if not tensors or len({ex.inputs[k].values.shape[0] for k in tensors}) != 1:
+        return None
+    repeats = target_bytes // max(ex.inputs[k].values.nbytes for k in tensors)
+    if repeats < 2:
+        return None
+    inputs = list(ex.inputs)
+    for k in tensors:
+        values = inputs[k].values
+        tiled = np.tile(values, (repeats,) + (1,) * (values.ndim - 1))
+        inputs[k] = dataclasses.replace(inputs[k], values=tiled, declared_dims=None)
+    return inputs, repeats
 
 
 def _run(ex, inputs, seconds: float) -> tuple[str, int, int]:
@@ -143,8 +174,18 @@ def main() -> int:
         "2**31-1, -1, 0): parameters that only blow up together, such as a stride and a "
         "padding (crashes, slow runs and runs over the goal are findings)",
     )
+    parser.add_argument(
+        "--inputs",
+        type=int,
+        nargs="?",
+        const=64,
+        metavar="MIB",
+        help="grow the tensor inputs to about MIB MiB (64) instead of the size parameters",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGALRM, _on_alarm)
+    # A row's time is judged at LARGEST_INPUT: linear in the inputs from --inputs MIB.
+    time_scale = LARGEST_INPUT / (args.inputs << 20) if args.inputs else 1.0
 
     rows, findings = [], []
     per_op = collections.Counter()
@@ -152,6 +193,18 @@ def main() -> int:
         if args.match not in ex.name or per_op[ex.op] >= args.per_op:
             continue
         per_op[ex.op] += 1
+        if args.inputs:
+            tiled = _tiled(ex, args.inputs << 20)
+            if tiled is not None:
+                start = time.perf_counter()
+                outcome, peak, io_bytes = _run(ex, tiled[0], args.seconds)
+                seconds = time.perf_counter() - start
+                if outcome == "ran":
+                    rows.append((ex.name, "all", tiled[1], peak, io_bytes, seconds))
+                elif outcome != "refused":
+                    findings.append(f"{ex.name} inputs x {tiled[1]}: {outcome}")
+            print(f"\r{ex.name[:50]:50s}", end="", file=sys.stderr, flush=True)
+            continue
         for k, arg in enumerate(ex.inputs):
             if _grown(arg, 1) is None:
                 continue
@@ -179,7 +232,7 @@ def main() -> int:
     print(file=sys.stderr)
 
     print(
-        f"{'example':48s} {'input':>5s} {'value':>11s} {'peak MB':>8s} {'io MB':>7s} "
+        f"{'example':48s} {'input':>5s} {'value' if not args.inputs else 'repeats':>11s} {'peak MB':>8s} {'io MB':>7s} "
         f"{'ratio':>6s} {'s':>5s}"
     )
     over = slow = 0
@@ -187,18 +240,19 @@ def main() -> int:
         flag = ""
         if peak > GOAL_FACTOR * io_bytes + GOAL_SLACK:
             flag, over = "  > goal", over + 1
-        if seconds > FUZZ_TIMEOUT:
+        if seconds * time_scale > FUZZ_TIMEOUT:
             flag, slow = flag + "  > time", slow + 1
         print(
-            f"{name[:48]:48s} {k:5d} {value:11d} {peak / 2**20:8.0f} {io_bytes / 2**20:7.0f} "
+            f"{name[:48]:48s} {k!s:>5s} {value:11d} {peak / 2**20:8.0f} {io_bytes / 2**20:7.0f} "
             f"{peak / max(io_bytes, 1):6.1f} {seconds:5.1f}{flag}"
         )
     for finding in findings:
         print(f"FINDING {finding}")
     print(
         f"{len(rows)} rows; {over} over the goal (peak <= {GOAL_FACTOR} x io + 64 MB), "
-        f"{slow} over the fuzz timeout ({FUZZ_TIMEOUT} s); {len(findings)} crashes or slow "
-        "runs"
+        f"{slow} over the fuzz timeout ({FUZZ_TIMEOUT} s"
+        + (f" at {LARGEST_INPUT >> 20} MiB inputs" if args.inputs else "")
+        + f"); {len(findings)} crashes or slow runs"
     )
     return 1 if over or slow or findings else 0
 
