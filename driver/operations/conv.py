@@ -480,11 +480,54 @@ def _validate_common(
 _IM2COL_BLOCK = 1 << 22
 """im2col elements per block of output positions. Padding and strides are bounded only by
 int32, so a tiny input can ask for a 256 MiB output whose patches are fh*fw*C times
-larger still; blocks keep the temporaries at a few tens of MB whatever the output."""
+larger still; blocks keep the temporaries at a few tens of MB whatever the output. The
+batch is split too (:func:`_by_batch`): a block holds at least one position of every
+batch item it covers."""
 
 _OUTPUT_BLOCK = 1 << 20
 """Output elements per block: the accumulators and the requantization's int64
 temporaries (8 bytes each, for a 1-byte quant8 output element) are per block."""
+
+
+@dataclass(frozen=True)
+class _Input:
+    """A convolution's input as stored (NHWC, not converted: a quant8 input in float64
+    would be 8 times its size) and how a gathered block of it becomes exact compute
+    values (:meth:`exact`)."""
+
+    raw: np.ndarray  # NHWC, the operand's own type
+    zero: int  # the stored value of the real 0: the zero point (0 for floats)
+    dtype: type  # compute type: float32, or float64 when float32 sums could round
+
+    def exact(self, block: np.ndarray) -> np.ndarray:
+        """``block`` of stored values minus the zero point, in the compute type."""
+        if self.zero:
+            return np.subtract(block, self.zero, dtype=self.dtype)
+        return block.astype(self.dtype, copy=False)
+
+    def part(self, batch: slice) -> _Input:
+        return _Input(self.raw[batch], self.zero, self.dtype)
+
+
+def _by_batch(
+    src: _Input,
+    out_shape: tuple[int, int, int, int],
+    dtype: np.dtype,
+    per_item: int,
+    kernel: Callable[[_Input], np.ndarray],
+) -> np.ndarray:
+    """``kernel`` on slices of the batch of at most ``_IM2COL_BLOCK // per_item`` items
+    (at least one), written into one (N, OH, OW, C) output: the kernels' blocks of
+    positions span the batch, so a huge batch of tiny images must be split first."""
+    n = src.raw.shape[0]
+    step = max(1, _IM2COL_BLOCK // max(1, per_item))
+    if n <= step:
+        return kernel(src)
+    out = np.empty(out_shape, dtype=dtype)
+    for b0 in range(0, n, step):
+        batch = slice(b0, min(n, b0 + step))
+        out[batch] = kernel(src.part(batch))
+    return out
 
 
 def _tap_indices(
@@ -500,11 +543,13 @@ def _tap_indices(
     return index
 
 
-def _zero_extended(x: np.ndarray) -> np.ndarray:
-    """NHWC ``x`` with one zero row and one zero column appended, flattened to
-    (N, (H+1)*(W+1), C): every tap in the padding reads the zero pixel."""
-    n, h, w, c = x.shape
-    return np.pad(x, ((0, 0), (0, 1), (0, 1), (0, 0))).reshape(n, (h + 1) * (w + 1), c)
+def _zero_extended(src: _Input) -> np.ndarray:
+    """The stored NHWC input with one row and one column of real zeros (the zero point)
+    appended, flattened to (N, (H+1)*(W+1), C): every tap in the padding reads that
+    pixel."""
+    n, h, w, c = src.raw.shape
+    padded = np.pad(src.raw, ((0, 0), (0, 1), (0, 1), (0, 0)), constant_values=src.zero)
+    return padded.reshape(n, (h + 1) * (w + 1), c)
 
 
 def _patches(x_ext: np.ndarray, in_w: int, iy: np.ndarray, ix: np.ndarray) -> np.ndarray:
@@ -516,7 +561,7 @@ def _patches(x_ext: np.ndarray, in_w: int, iy: np.ndarray, ix: np.ndarray) -> np
 
 
 def _conv_blocks(
-    x: np.ndarray,
+    src: _Input,
     w: np.ndarray,
     p: ConvParams,
     pads: tuple[int, int, int, int],
@@ -526,23 +571,67 @@ def _conv_blocks(
     dtype: np.dtype,
     groups: int = 1,
 ) -> np.ndarray:
-    """``finish`` of the sum over each window of x * w: NHWC input (already offset by its
-    zero point), filter [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout) NHWC in the output
-    ``dtype``; im2col, one matrix product and ``finish`` per block of output rows and
-    columns (the tap indexes of a column block are computed once, for all its rows)."""
-    n, h, in_w, c = x.shape
-    cout, fh, fw, cg = w.shape
+    """``finish`` of the sum over each window of x * w: NHWC input, filter
+    [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout) NHWC in the output ``dtype``; im2col
+    of the stored input, its conversion to exact compute values, one matrix product and
+    ``finish`` per block of output rows and columns (the tap indexes of a column block are
+    computed once, for all its rows)."""
+    n, _, _, c = src.raw.shape
+    cout, fh, fw, _ = w.shape
     if n == 0 or oh * ow == 0:
-        return finish(np.zeros((n, oh, ow, cout), dtype=x.dtype))
-    if fh == fw == 1 and not any(pads):  # no patches to gather: memory follows the input
-        cols = x[
-            :, : (oh - 1) * p.stride_h + 1 : p.stride_h, : (ow - 1) * p.stride_w + 1 : p.stride_w
-        ]
-        return finish(
-            _conv_product(cols.reshape(n * oh * ow, c), w, groups).reshape(n, oh, ow, cout)
-        )
+        return finish(np.zeros((n, oh, ow, cout), dtype=src.dtype))
+    per_item = oh * ow * max(fh * fw * c, cout)
+
+    def kernel(part: _Input) -> np.ndarray:
+        if fh == fw == 1 and not any(pads):
+            return _pointwise_blocks(part, w, p, oh, ow, finish, dtype, groups)
+        return _im2col_blocks(part, w, p, pads, oh, ow, finish, dtype, groups)
+
+    return _by_batch(src, (n, oh, ow, cout), dtype, per_item, kernel)
+
+
+def _pointwise_blocks(
+    src: _Input,
+    w: np.ndarray,
+    p: ConvParams,
+    oh: int,
+    ow: int,
+    finish: Callable[[np.ndarray], np.ndarray],
+    dtype: np.dtype,
+    groups: int,
+) -> np.ndarray:
+    """:func:`_conv_blocks` for an unpadded 1x1 filter: no patches to gather, each block
+    of output rows is a strided view of the input, converted and multiplied."""
+    n, _, _, c = src.raw.shape
+    cout = w.shape[0]
+    sh, sw = p.stride_h, p.stride_w
+    out = np.empty((n, oh, ow, cout), dtype=dtype)
+    step = max(1, min(_IM2COL_BLOCK // (n * ow * c), _OUTPUT_BLOCK // (n * ow * cout)))
+    for r0 in range(0, oh, step):
+        r1 = min(oh, r0 + step)
+        view = src.raw[:, r0 * sh : (r1 - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw]
+        block = _conv_product(src.exact(view).reshape(-1, c), w, groups)
+        out[:, r0:r1] = finish(block.reshape(n, r1 - r0, ow, cout))
+    return out
+
+
+def _im2col_blocks(
+    src: _Input,
+    w: np.ndarray,
+    p: ConvParams,
+    pads: tuple[int, int, int, int],
+    oh: int,
+    ow: int,
+    finish: Callable[[np.ndarray], np.ndarray],
+    dtype: np.dtype,
+    groups: int,
+) -> np.ndarray:
+    """:func:`_conv_blocks` by im2col, gathered from the input with a zero pixel appended
+    (no padded copy)."""
+    n, h, in_w, c = src.raw.shape
+    cout, fh, fw, _ = w.shape
     left, _, top, _ = pads
-    x_ext = _zero_extended(x)
+    x_ext = _zero_extended(src)
     out = np.empty((n, oh, ow, cout), dtype=dtype)
     # Each tap of a position also has an int64 index: as large as two float32 elements,
     # it outweighs the patch when N*C is 1.
@@ -556,7 +645,7 @@ def _conv_blocks(
         for r0 in range(0, oh, block_h):
             rows = np.arange(r0, min(oh, r0 + block_h))
             iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
-            cols = _patches(x_ext, in_w, iy, ix)
+            cols = src.exact(_patches(x_ext, in_w, iy, ix))
             block = _conv_product(cols.reshape(-1, fh * fw * c), w, groups)
             del cols  # before finish allocates: lets the allocator reuse the block's memory
             out[:, r0 : r0 + rows.size, c0 : c0 + columns.size] = finish(
@@ -581,7 +670,7 @@ def _conv_product(cols: np.ndarray, w: np.ndarray, groups: int) -> np.ndarray:
 
 
 def _depthwise_blocks(
-    x: np.ndarray,
+    src: _Input,
     w: np.ndarray,
     p: ConvParams,
     pads: tuple[int, int, int, int],
@@ -591,14 +680,35 @@ def _depthwise_blocks(
     dtype: np.dtype,
 ) -> np.ndarray:
     """Depthwise: NHWC input [N,H,W,C], filter [fh, fw, C*M] -> ``finish`` of the sums,
-    (N, OH, OW, C*M) NHWC in the output ``dtype``. One vectorized multiply-add per filter tap and block of output
-    positions, each tap gathered from the unpadded input (the zero pixel where it falls
-    in the padding)."""
-    n, h, in_w, c = x.shape
+    (N, OH, OW, C*M) NHWC in the output ``dtype``. One vectorized multiply-add per filter
+    tap and block of output positions, each tap gathered from the stored input (the zero
+    pixel where it falls in the padding) and converted."""
+    n = src.raw.shape[0]
+    fh, fw, cout = w.shape
+    return _by_batch(
+        src,
+        (n, oh, ow, cout),
+        dtype,
+        oh * ow * cout * fh * fw,  # as the blocks count: products of every tap
+        lambda part: _depthwise_part(part, w, p, pads, oh, ow, finish, dtype),
+    )
+
+
+def _depthwise_part(
+    src: _Input,
+    w: np.ndarray,
+    p: ConvParams,
+    pads: tuple[int, int, int, int],
+    oh: int,
+    ow: int,
+    finish: Callable[[np.ndarray], np.ndarray],
+    dtype: np.dtype,
+) -> np.ndarray:
+    n, h, in_w, c = src.raw.shape
     fh, fw, cout = w.shape
     m = cout // c
     left, _, top, _ = pads
-    x_ext = _zero_extended(x)
+    x_ext = _zero_extended(src)
     wt = w.reshape(fh, fw, c, m)
     out = np.empty((n, oh * ow, cout), dtype=dtype)
     per_position = max(1, n * cout)  # a zero batch still makes one (empty) block
@@ -607,10 +717,10 @@ def _depthwise_blocks(
         rows, columns = np.divmod(np.arange(start, min(oh * ow, start + step)), ow)
         iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
         ix = _tap_indices(in_w, columns, p.stride_w, left, fw, p.dilation_w)
-        acc = np.zeros((n, len(rows), c, m), dtype=x.dtype)
+        acc = np.zeros((n, len(rows), c, m), dtype=src.dtype)
         for i in range(fh):
             for j in range(fw):
-                tap = np.take(x_ext, iy[:, i] * (in_w + 1) + ix[:, j], axis=1)
+                tap = src.exact(np.take(x_ext, iy[:, i] * (in_w + 1) + ix[:, j], axis=1))
                 acc += tap[..., None] * wt[i, j]
         out[:, start : start + len(rows)] = finish(acc.reshape(n, len(rows), cout))
     return out.reshape(n, oh, ow, cout)
@@ -682,9 +792,11 @@ def exact_float_dtype(max_abs_input: int, weights: np.ndarray, out_axis: int) ->
 
 
 def _operands(ctx: OperationContext, nchw: bool, out_axis: int = 0):
-    """(x, w, bias, quantized) with x NHWC, offset by zero points; when quantized, in the
-    float type whose products and sums are exact (:func:`exact_float_dtype`; ``out_axis``
-    is the filter's output-channel axis), float32 otherwise."""
+    """(x, w, bias, quantized): x the stored NHWC input with its zero point and compute
+    type (:class:`_Input`, converted a block at a time by the kernels), w offset by its
+    zero point; when quantized, both in the float type whose products and sums are exact
+    (:func:`exact_float_dtype`; ``out_axis`` is the filter's output-channel axis),
+    float32 otherwise."""
     x = to_nhwc(ctx.value(0), nchw)
     w = ctx.value(1)
     b = ctx.value(2)
@@ -696,8 +808,8 @@ def _operands(ctx: OperationContext, nchw: bool, out_axis: int = 0):
         )
         wq = np.subtract(w, wz, dtype=np.float64)  # small (a filter): the exact bound in float64
         dt = exact_float_dtype(max(zx - qmin, qmax - zx), wq, out_axis)
-        return np.subtract(x, zx, dtype=dt), wq.astype(dt, copy=False), b, True
-    return x.astype(np.float32, copy=False), w.astype(np.float32, copy=False), b, False
+        return _Input(x, zx, dt), wq.astype(dt, copy=False), b, True
+    return _Input(x, 0, np.float32), w.astype(np.float32, copy=False), b, False
 
 
 def _finisher(
@@ -774,11 +886,11 @@ def _infer_conv(ctx: OperationContext) -> list[Shape]:
 
 def _execute_conv(ctx: OperationContext) -> list[np.ndarray]:
     p = read_params(ctx, _conv_form(ctx))
-    x, w, b, quantized = _operands(ctx, p.nchw)
-    _, h, wd, _ = x.shape
+    src, w, b, quantized = _operands(ctx, p.nchw)
+    _, h, wd, _ = src.raw.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    out = _conv_blocks(x, w, p, pads, oh, ow, _finisher(ctx, b, quantized, p), dtype_of(ctx))
+    out = _conv_blocks(src, w, p, pads, oh, ow, _finisher(ctx, b, quantized, p), dtype_of(ctx))
     return [from_nhwc(out, p.nchw)]
 
 
@@ -823,12 +935,12 @@ def _infer_depthwise(ctx: OperationContext) -> list[Shape]:
 
 def _execute_depthwise(ctx: OperationContext) -> list[np.ndarray]:
     p = read_params(ctx, _depthwise_form(ctx), "depth multiplier")
-    x, w, b, quantized = _operands(ctx, p.nchw, out_axis=3)
-    _, h, wd, _ = x.shape
+    src, w, b, quantized = _operands(ctx, p.nchw, out_axis=3)
+    _, h, wd, _ = src.raw.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
     finish = _finisher(ctx, b, quantized, p)
-    out = _depthwise_blocks(x, w[0], p, pads, oh, ow, finish, dtype_of(ctx))
+    out = _depthwise_blocks(src, w[0], p, pads, oh, ow, finish, dtype_of(ctx))
     return [from_nhwc(out, p.nchw)]
 
 
@@ -880,12 +992,12 @@ def _infer_grouped(ctx: OperationContext) -> list[Shape]:
 
 def _execute_grouped(ctx: OperationContext) -> list[np.ndarray]:
     p = read_params(ctx, _grouped_form(ctx), "number of groups")
-    x, w, b, quantized = _operands(ctx, p.nchw)
-    _, h, wd, _ = x.shape
+    src, w, b, quantized = _operands(ctx, p.nchw)
+    _, h, wd, _ = src.raw.shape
     _, fh, fw, _ = w.shape
     pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
     finish = _finisher(ctx, b, quantized, p)
-    out = _conv_blocks(x, w, p, pads, oh, ow, finish, dtype_of(ctx), groups=p.extra)
+    out = _conv_blocks(src, w, p, pads, oh, ow, finish, dtype_of(ctx), groups=p.extra)
     return [from_nhwc(out, p.nchw)]
 
 
@@ -965,38 +1077,83 @@ def _infer_transpose(ctx: OperationContext) -> list[Shape]:
 
 
 def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
-    p, pads, _, oh, ow, cout = _transpose_geometry(ctx)
-    x, w, b, quantized = _operands(ctx, p.nchw)
-    n, h, wd, c = x.shape
-    _, fh, fw, _ = w.shape
-    sh, sw = p.stride_h, p.stride_w
-    # Each input pixel scatters input . filter[:, i, j, :] to output (y*s + i, x*s + j):
-    # one product for all taps, then one strided add per tap and block of the output.
-    cols = x.reshape(-1, c) @ w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
-    cols = cols.reshape(n, h, wd, fh, fw, cout)
-    left, _, top, _ = pads
+    p, pads, n, oh, ow, cout = _transpose_geometry(ctx)
+    src, w, b, quantized = _operands(ctx, p.nchw)
     finish = _finisher(ctx, b, quantized, p)
-    # Per block of the output, only the taps landing inside it are added (a tiny output
-    # can crop a huge padded one: strides and paddings are bounded only by int32).
-    # Positions no tap reaches (a negative tail, implicit SAME) stay zero.
-    out = np.empty((n, oh, ow, cout), dtype=dtype_of(ctx))
-    block_w = min(ow, max(1, _OUTPUT_BLOCK // max(1, n * cout)))
-    block_h = max(1, _OUTPUT_BLOCK // max(1, n * block_w * cout))
+    _, h, wd, c = src.raw.shape
+    _, fh, fw, _ = w.shape
+    per_item = max(oh * ow * cout, h * wd * max(c, fh * fw * cout))  # output, products
+    out = _by_batch(
+        src,
+        (n, oh, ow, cout),
+        dtype_of(ctx),
+        per_item,
+        lambda part: _transpose_part(part, w, p, pads, oh, ow, finish, dtype_of(ctx)),
+    )
+    return [from_nhwc(out, p.nchw)]
+
+
+def _transpose_part(
+    src: _Input,
+    w: np.ndarray,
+    p: ConvParams,
+    pads: tuple[int, int, int, int],
+    oh: int,
+    ow: int,
+    finish: Callable[[np.ndarray], np.ndarray],
+    dtype: np.dtype,
+) -> np.ndarray:
+    """TRANSPOSE_CONV_2D on NHWC ``src``: each input pixel scatters input .
+    filter[:, i, j, :] to output (y*s + i, x*s + j). Per block of the output, the input
+    pixels whose taps land inside it are converted and multiplied by every tap at once
+    (one product: for an output of one block, the whole input in one product), then one
+    strided add per tap. Only taps inside the block are added (a tiny output can crop a
+    huge padded one: strides and paddings are bounded only by int32); positions no tap
+    reaches (a negative tail, implicit SAME) get only the bias."""
+    n, h, wd, c = src.raw.shape
+    cout, fh, fw, _ = w.shape
+    sh, sw = p.stride_h, p.stride_w
+    left, _, top, _ = pads
+    all_taps = w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
+    out = np.empty((n, oh, ow, cout), dtype=dtype)
+    # An output position takes about fh*fw / (sh*sw) products of fh*fw*cout each.
+    per_position = n * cout * max(1, fh * fw * fh * fw // (sh * sw))
+    positions = max(
+        1, min(_OUTPUT_BLOCK // max(1, n * cout), _IM2COL_BLOCK // max(1, per_position))
+    )
+    block_w = min(ow, positions)
+    block_h = max(1, positions // block_w)
     for c0 in range(0, ow, block_w):
         bw = min(ow - c0, block_w)
         columns = [_scattered(wd, sw, j - left - c0, bw) for j in range(fw)]
         for r0 in range(0, oh, block_h):
             bh = min(oh - r0, block_h)
-            acc = np.zeros((n, bh, bw, cout), dtype=cols.dtype)
-            for i in range(fh):
-                rows = _scattered(h, sh, i - top - r0, bh)
-                for j in range(fw):
-                    if rows is None or columns[j] is None:
+            rows = [_scattered(h, sh, i - top - r0, bh) for i in range(fh)]
+            acc = np.zeros((n, bh, bw, cout), dtype=src.dtype)
+            y0, y1 = _covered(rows)
+            x0, x1 = _covered(columns)
+            if y0 < y1 and x0 < x1:
+                block = src.exact(src.raw[:, y0:y1, x0:x1]).reshape(-1, c) @ all_taps
+                block = block.reshape(n, y1 - y0, x1 - x0, fh, fw, cout)
+                for i, j in np.ndindex(fh, fw):
+                    if rows[i] is None or columns[j] is None:
                         continue
-                    (in_y, out_y), (in_x, out_x) = rows, columns[j]
-                    acc[:, out_y, out_x] += cols[:, in_y, in_x, i, j]
+                    (in_y, out_y), (in_x, out_x) = rows[i], columns[j]
+                    in_y = slice(in_y.start - y0, in_y.stop - y0)
+                    in_x = slice(in_x.start - x0, in_x.stop - x0)
+                    acc[:, out_y, out_x] += block[:, in_y, in_x, i, j]
+                del block  # before finish allocates
             out[:, r0 : r0 + bh, c0 : c0 + bw] = finish(acc)
-    return [from_nhwc(out, p.nchw)]
+    return out
+
+
+def _covered(scatters: list[tuple[slice, slice] | None]) -> tuple[int, int]:
+    """The input range [start, stop) of a list of :func:`_scattered` results (empty when
+    none reaches the block)."""
+    spans = [inputs for inputs, _ in filter(None, scatters)]
+    if not spans:
+        return 0, 0
+    return min(s.start for s in spans), max(s.stop for s in spans)
 
 
 def _scattered(size: int, stride: int, offset: int, out_size: int):
