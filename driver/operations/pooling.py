@@ -136,14 +136,24 @@ def _windows(x: np.ndarray, fh: int, fw: int, p: ConvParams, pads, oh: int, ow: 
     ]
 
 
-def _reduce_windows(x: np.ndarray, fh, fw, p: ConvParams, pads, oh, ow, fill, op: str, dtype=None):
-    """``op`` ("max" or "sum") over each window: (N, OH, OW, C). A filter or padding
-    larger than the input (their declared sizes are bounded only by int32) is reduced
-    over the part of the input each window covers, as Android's kernels clip windows,
-    so memory and time follow the input and output, not the declared sizes."""
+def _fits(h: int, w: int, fh: int, fw: int, pads) -> bool:
+    """Whether the filter and padding are no larger than the input: sliding windows over
+    a padded copy then cost about the input and output (see :func:`_reduce_windows`)."""
     left, right, top, bottom = pads
-    h, w = x.shape[1], x.shape[2]
-    if fh <= h and fw <= w and top + bottom <= h and left + right <= w:
+    return fh <= h and fw <= w and top + bottom <= h and left + right <= w
+
+
+def _reduce_windows(
+    x: np.ndarray, fh, fw, p: ConvParams, pads, oh, ow, fill, op: str, dtype=None, *, fits: bool
+) -> np.ndarray:
+    """``op`` ("max" or "sum") over each window: (N, OH, OW, C). Unless the filter and
+    padding of the whole input ``fits`` it (:func:`_fits`; ``x`` may be a slab of its
+    rows), the filter or padding is larger than the input (their declared sizes are
+    bounded only by int32): each window is reduced over the part of the input it covers,
+    as Android's kernels clip windows, so memory and time follow the input and output,
+    not the declared sizes."""
+    left, right, top, bottom = pads
+    if fits:
         win = _windows(x, fh, fw, p, pads, oh, ow, fill)
         return win.max(axis=(-2, -1)) if op == "max" else win.sum(axis=(-2, -1), dtype=dtype)
 
@@ -177,44 +187,88 @@ def _counts(h: int, w: int, fh: int, fw: int, p: ConvParams, pads, oh: int, ow: 
     ]
 
 
+_POOL_BLOCK = 1 << 21
+"""Input elements per block of output rows (and of the batch): a block's input is
+converted (to int64 for quantized averages, float32 for float16) and reduced on its own,
+so those temporaries are a few tens of MB whatever the input."""
+
+
 def _pool(ctx: OperationContext, kind: str) -> list[np.ndarray]:
     p, fh, fw, pads, n, oh, ow, c = _geometry(ctx)
     x = to_nhwc(ctx.value(0), p.nchw)
+    h, w = x.shape[1], x.shape[2]
+    left, right, top, bottom = pads
     t = ctx.input_type(0)
+    if t in QUANT8:
+        lo, hi = activation_range_quantized(
+            p.activation, ctx.input_scale(0), ctx.input_zero_point(0), ctx.output_type(0)
+        )
+    fits = _fits(h, w, fh, fw, pads)
+    out = np.empty((n, oh, ow, c), dtype=dtype_of(ctx))
+    # Input rows one output row reads (beyond the first row's window: the stride).
+    per_row = w * c * min(h, max(fh, p.stride_h))
+    rows_step = max(1, _POOL_BLOCK // max(1, per_row))
+    batch_step = max(1, _POOL_BLOCK // max(1, per_row * oh)) if rows_step >= oh else 1
+    for b0 in range(0, n, batch_step):
+        batch = slice(b0, min(n, b0 + batch_step))
+        for r0 in range(0, oh, rows_step):
+            r1 = min(oh, r0 + rows_step)
+            # The input rows the windows of output rows r0..r1 cover, and the padding that
+            # places those windows on the slab as on the whole input.
+            y0 = max(0, r0 * p.stride_h - top)
+            y1 = min(h, (r1 - 1) * p.stride_h - top + fh)
+            slab_top = top + y0 - r0 * p.stride_h
+            slab_bottom = max(0, (r1 - r0 - 1) * p.stride_h + fh - slab_top - (y1 - y0))
+            slab_pads = (left, right, slab_top, slab_bottom)
+            block = _pool_block(
+                x[batch, y0:y1], kind, t, fh, fw, p, slab_pads, r1 - r0, ow, fits=fits
+            )
+            if t in QUANT8:
+                block = np.clip(block, lo, hi)
+            else:
+                block = apply_activation_float(block.astype(np.float32, copy=False), p.activation)
+            out[batch, r0:r1] = block
+    return [from_nhwc(out, p.nchw)]
+
+
+def _pool_block(
+    x: np.ndarray,
+    kind: str,
+    t: int,
+    fh: int,
+    fw: int,
+    p: ConvParams,
+    pads,
+    oh: int,
+    ow: int,
+    *,
+    fits: bool,
+) -> np.ndarray:
+    """``kind`` ("avg", "max", "l2") pooling of NHWC ``x`` with explicit ``pads``, before
+    the activation: (N, OH, OW, C), quantized results as integers in a wide type."""
     quantized = t in QUANT8
     h, w = x.shape[1], x.shape[2]
     if kind == "max":
         if quantized:
-            fill = np.iinfo(x.dtype).min
-            out = _reduce_windows(x, fh, fw, p, pads, oh, ow, fill, "max")
-        else:
-            xf = x.astype(np.float32, copy=False)
-            out = _reduce_windows(xf, fh, fw, p, pads, oh, ow, -np.inf, "max")
-    else:
-        count = _counts(h, w, fh, fw, p, pads, oh, ow)
-        if quantized:
-            # Offset signed values to unsigned so both round identically (the HAL 1.3
-            # coupling rule, not Android's int8 kernel: see the module docstring).
-            xi = x.astype(np.int64) + (128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
-            s = _reduce_windows(xi, fh, fw, p, pads, oh, ow, 0, "sum")
-            out = (s + count // 2) // count - (128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
-        else:
-            xf = x.astype(np.float32, copy=False)
-            if kind == "l2":
-                xf = xf * xf
-            s = _reduce_windows(xf, fh, fw, p, pads, oh, ow, 0.0, "sum", np.float32)
-            out = s / count.astype(np.float32)
-            if kind == "l2":
-                out = np.sqrt(out)
+            return _reduce_windows(
+                x, fh, fw, p, pads, oh, ow, np.iinfo(x.dtype).min, "max", fits=fits
+            )
+        xf = x.astype(np.float32, copy=False)
+        return _reduce_windows(xf, fh, fw, p, pads, oh, ow, -np.inf, "max", fits=fits)
+    count = _counts(h, w, fh, fw, p, pads, oh, ow)
     if quantized:
-        lo, hi = activation_range_quantized(
-            p.activation, ctx.input_scale(0), ctx.input_zero_point(0), ctx.output_type(0)
-        )
-        out = np.clip(out, lo, hi).astype(dtype_of(ctx))
-    else:
-        out = apply_activation_float(out.astype(np.float32, copy=False), p.activation)
-        out = out.astype(dtype_of(ctx), copy=False)
-    return [from_nhwc(out, p.nchw)]
+        # Offset signed values to unsigned so both round identically (the HAL 1.3
+        # coupling rule, not Android's int8 kernel: see the module docstring).
+        offset = 128 if t == _T.TENSOR_QUANT8_ASYMM_SIGNED else 0
+        xi = x.astype(np.int64) + offset
+        s = _reduce_windows(xi, fh, fw, p, pads, oh, ow, 0, "sum", fits=fits)
+        return (s + count // 2) // count - offset
+    xf = x.astype(np.float32, copy=False)
+    if kind == "l2":
+        xf = xf * xf
+    s = _reduce_windows(xf, fh, fw, p, pads, oh, ow, 0.0, "sum", np.float32, fits=fits)
+    out = s / count.astype(np.float32)
+    return np.sqrt(out) if kind == "l2" else out
 
 
 def _signatures(types: tuple[tuple[int, HalVersion], ...]) -> tuple[Signature, ...]:
