@@ -1080,14 +1080,12 @@ def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
     p, pads, n, oh, ow, cout = _transpose_geometry(ctx)
     src, w, b, quantized = _operands(ctx, p.nchw)
     finish = _finisher(ctx, b, quantized, p)
-    _, h, wd, c = src.raw.shape
     _, fh, fw, _ = w.shape
-    per_item = max(oh * ow * cout, h * wd * max(c, fh * fw * cout))  # output, products
     out = _by_batch(
         src,
         (n, oh, ow, cout),
         dtype_of(ctx),
-        per_item,
+        oh * ow * _transpose_cost(cout, fh, fw, p),
         lambda part: _transpose_part(part, w, p, pads, oh, ow, finish, dtype_of(ctx)),
     )
     return [from_nhwc(out, p.nchw)]
@@ -1116,8 +1114,7 @@ def _transpose_part(
     left, _, top, _ = pads
     all_taps = w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
     out = np.empty((n, oh, ow, cout), dtype=dtype)
-    # An output position takes about fh*fw / (sh*sw) products of fh*fw*cout each.
-    per_position = n * cout * max(1, fh * fw * fh * fw // (sh * sw))
+    per_position = n * _transpose_cost(cout, fh, fw, p)
     positions = max(
         1, min(_OUTPUT_BLOCK // max(1, n * cout), _IM2COL_BLOCK // max(1, per_position))
     )
@@ -1145,6 +1142,13 @@ def _transpose_part(
                 del block  # before finish allocates
             out[:, r0 : r0 + bh, c0 : c0 + bw] = finish(acc)
     return out
+
+
+def _transpose_cost(cout: int, fh: int, fw: int, p: ConvParams) -> int:
+    """Product elements per output position of :func:`_transpose_part`'s blocks: about
+    fh*fw / (sh*sw) input pixels land on a position, each multiplied by all fh*fw*cout
+    taps."""
+    return cout * max(1, (fh * fw) ** 2 // (p.stride_h * p.stride_w))
 
 
 def _covered(scatters: list[tuple[slice, slice] | None]) -> tuple[int, int]:

@@ -1036,10 +1036,10 @@ def test_rejections_android_validation_leaves_to_execution(model, version, defer
 @given(cases())
 def test_blocks_of_one_output_position_give_the_one_block_result(case):
     # Large outputs are computed, and requantized, a block of output positions (rows for
-    # TRANSPOSE_CONV_2D) at a time; one-element blocks must give exactly the one-block
-    # result.
+    # TRANSPOSE_CONV_2D) at a time, converting each block of the input (the batch split
+    # too); one-element blocks must give exactly the one-block result.
     v = make_values(case)
-    for kind in ("f32", "q8pc"):
+    for kind in ("f32", "f16", "q8", "s8pc"):
         whole = run_case(case, kind, v)
         with mock.patch.multiple(conv, _IM2COL_BLOCK=1, _OUTPUT_BLOCK=1):
             by_rows = run_case(case, kind, v)
@@ -1076,6 +1076,55 @@ def test_huge_padding_memory_follows_the_output_not_the_padding(op):
     want[0, 298:301, 298:301] = 64.0 if op == O.CONV_2D else 1.0
     np.testing.assert_array_equal(got, want)
     assert peak < 3 * got.nbytes + (64 << 20), f"peak {peak >> 20} MB"
+
+
+# (filter shape, parameters after the bias, output spatial shape) per operation, for a
+# 2x2x2 input: small products, so memory, not arithmetic, dominates.
+_BIG_BATCH_CASES = {
+    O.CONV_2D: ((2, 2, 2, 2), [I(2), I(1), I(1), I(0)], (1, 1)),
+    O.DEPTHWISE_CONV_2D: ((1, 2, 2, 2), [I(2), I(1), I(1), I(1), I(0)], (1, 1)),
+    O.GROUPED_CONV_2D: ((2, 2, 2, 1), [I(2), I(1), I(1), I(2), I(0), scalar(T.BOOL, False)], (1, 1)),
+    O.TRANSPOSE_CONV_2D: (
+        (2, 2, 2, 2), [*[I(0)] * 4, I(1), I(1), I(0), scalar(T.BOOL, False)], (3, 3)
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("op", list(_BIG_BATCH_CASES))
+@pytest.mark.parametrize("t", [T.TENSOR_QUANT8_ASYMM, T.TENSOR_FLOAT16])
+def test_memory_follows_the_input_not_its_exact_float_copy(op, t):
+    # A million 2x2x2 images (8 MB quant8): the kernels used to convert the whole input
+    # to float32/float64 (4-8 times it) before their blocks, and take blocks of one
+    # position across the whole batch; they now convert each gathered block and split
+    # the batch.
+    quantized = t == T.TENSOR_QUANT8_ASYMM
+    q = {"scale": 0.5, "zero_point": 3} if quantized else {}
+    f_shape, params, (oh, ow) = _BIG_BATCH_CASES[op]
+
+    def run(n: int) -> tuple[np.ndarray, np.ndarray]:
+        x = np.full((n, 2, 2, 2), 5, np.uint8 if quantized else np.float16)
+        bias = (
+            tensor(T.TENSOR_INT32, [4, -2], scale=0.25, const=True)
+            if quantized
+            else tensor(t, [4, -2], const=True)
+        )
+        model, feeds = single_op_model(
+            op,
+            [tensor(t, x, **q), tensor(t, np.full(f_shape, 4), const=True, **q), bias, *params],
+            [output(t, (n, oh, ow, 2), **({"scale": 1.0, "zero_point": 0} if quantized else {}))],
+        )
+        validate_model(model)
+        return x, Executor(model).run(feeds)[0]
+
+    _, one = run(1)
+    tracemalloc.start()
+    try:
+        x, got = run(1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(got, np.broadcast_to(one, got.shape))
+    assert peak < 2 * (x.nbytes + got.nbytes) + (48 << 20), f"peak {peak >> 20} MB"
 
 
 def test_transpose_conv_huge_stride_crops_without_building_the_padded_output():

@@ -4,18 +4,23 @@ formulation in every form, and the cross-type properties."""
 from __future__ import annotations
 
 import math
+import tracemalloc
 from dataclasses import dataclass, replace
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from driver.executor import Executor
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import pooling
 from driver.operations.conv import explicit_padding, out_size
 from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
+from driver.validation import validate_model
 
 RELAXED_TOL = 5 * 2.0**-10
 SCALE, ZP = 0.25, 100
@@ -292,6 +297,45 @@ def test_quantized_within_one_of_requantized_float(case):
     real = run(case, "f32", q)
     want = np.clip(np.sign(real) * np.floor(np.abs(real) / SCALE + 0.5) + ZP, 0, 255)
     assert np.abs(run(case, "q8", q) - want).max(initial=0) <= 1
+
+
+@given(cases())
+def test_blocks_of_one_row_give_the_one_block_result(case):
+    # Large inputs are pooled a block of output rows (and of the batch) at a time, each
+    # block converting only the input rows its windows cover; one-row blocks must give
+    # exactly the one-block result.
+    q = values(case)
+    kinds = ("f32", "f16") if case.op == O.L2_POOL_2D else ("f32", "f16", "q8", "s8")
+    for kind in kinds:
+        whole = run(case, kind, q)
+        with mock.patch.object(pooling, "_POOL_BLOCK", 1):
+            by_rows = run(case, kind, q)
+        np.testing.assert_array_equal(by_rows, whole)
+
+
+@pytest.mark.parametrize("shape", [(1, 2048, 2048, 2), (1 << 20, 2, 2, 4)], ids=["image", "batch"])
+def test_quantized_average_memory_follows_the_input_not_an_int64_copy(shape):
+    # 8 MB of uint8, 2x2 windows, stride 2: the kernel used to sum an int64 copy of the
+    # whole input (8 times it); blocks of output rows convert only their own rows.
+    x = np.random.default_rng(0).integers(0, 256, shape).astype(np.uint8)
+    n, h, w, c = shape
+    params = [I(2), I(2), I(2), I(2), I(2), I(0)]
+    q = {"scale": 0.5, "zero_point": 7}
+    model, feeds = single_op_model(
+        O.AVERAGE_POOL_2D,
+        [tensor(T.TENSOR_QUANT8_ASYMM, x, **q), *params],
+        [output(T.TENSOR_QUANT8_ASYMM, (n, h // 2, w // 2, c), **q)],
+    )
+    validate_model(model)
+    tracemalloc.start()
+    try:
+        (got,) = Executor(model).run(feeds)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    sums = x.reshape(n, h // 2, 2, w // 2, 2, c).sum(axis=(2, 4), dtype=np.int64)
+    np.testing.assert_array_equal(got, (sums + 2) // 4)
+    assert peak < 2 * (x.nbytes + got.nbytes) + (48 << 20), f"peak {peak >> 20} MB"
 
 
 @given(cases())
