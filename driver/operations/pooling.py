@@ -197,7 +197,7 @@ def _pool(ctx: OperationContext, kind: str) -> list[np.ndarray]:
     p, fh, fw, pads, n, oh, ow, c = _geometry(ctx)
     x = to_nhwc(ctx.value(0), p.nchw)
     h, w = x.shape[1], x.shape[2]
-    left, right, top, bottom = pads
+    left, right, top, _ = pads
     t = ctx.input_type(0)
     if t in QUANT8:
         lo, hi = activation_range_quantized(
@@ -205,7 +205,8 @@ def _pool(ctx: OperationContext, kind: str) -> list[np.ndarray]:
         )
     fits = _fits(h, w, fh, fw, pads)
     out = np.empty((n, oh, ow, c), dtype=dtype_of(ctx))
-    # Input rows one output row reads (beyond the first row's window: the stride).
+    # Input elements a block reads per output row: a window's rows or a stride's, at most
+    # the input's (a filter taller than the input is clipped to it).
     per_row = w * c * min(h, max(fh, p.stride_h))
     rows_step = max(1, _POOL_BLOCK // max(1, per_row))
     batch_step = max(1, _POOL_BLOCK // max(1, per_row * oh)) if rows_step >= oh else 1
