@@ -47,8 +47,9 @@ execution. The HAL version a use needs (parallel linking) is checked before them
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -149,6 +150,35 @@ def ieee_quiet(kernel: Callable[[OperationContext], list[np.ndarray]]):
     run.__name__ = kernel.__name__
     run.__doc__ = kernel.__doc__
     return run
+
+
+BATCH_BLOCK_ELEMENTS = 1 << 16
+"""Batch rows are independent in every cell, so the integer cells compute a block of rows
+at a time: their int64 temporaries (a few dozen per row and unit) stay about this many
+elements each, whatever the batch, instead of many times the input and state tensors."""
+
+
+def batch_blocks(n_batch: int, row_width: int) -> Iterator[slice]:
+    """Slices of about :data:`BATCH_BLOCK_ELEMENTS` / ``row_width`` batch rows (at least
+    one) covering ``range(n_batch)`` in order."""
+    step = max(1, BATCH_BLOCK_ELEMENTS // max(1, row_width))
+    for start in range(0, n_batch, step):
+        yield slice(start, min(start + step, n_batch))
+
+
+@functools.cache
+def _int16_activation_table(function: str, integer_bits: int) -> np.ndarray:
+    """``FX16.<function>`` (logistic or tanh) of every int16 raw, indexed by raw + 32768."""
+    table = getattr(FX16, function)(np.arange(-32768, 32768, dtype=np.int64), integer_bits)
+    table.flags.writeable = False
+    return table
+
+
+def int16_activation(function: str, raw: np.ndarray, integer_bits: int) -> np.ndarray:
+    """``FX16.logistic``/``FX16.tanh`` of int16-range raws by table lookup: the gemmlowp
+    evaluation is elementwise and takes some fifty numpy passes, which made the integer
+    cells' time grow with the batch at ~100 ns per unit; a lookup gives the same bits."""
+    return np.take(_int16_activation_table(function, integer_bits), np.asarray(raw) + 32768)
 
 
 def to_time_major(x: np.ndarray, time_major: bool) -> np.ndarray:
@@ -1007,32 +1037,32 @@ def quantized_lstm_cell(
     x: np.ndarray,
     prev_output: np.ndarray,
     weights: Sequence[np.ndarray],
-    weights_zero_point: int,
     biases: Sequence[np.ndarray],
     bias_scale: float,
     prev_cell: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """tflite ``LstmCell<4>`` (uint8 activations, int16 state). ``weights`` are the four
-    gates' [n_output, n_input + n_output] blocks (input gate, cell, forget, output),
+    gates' [n_output, n_input + n_output] blocks (input gate, cell, forget, output) minus
+    their zero point, as int64,
     ``biases`` their int32 biases. Returns (new cell state int16, output uint8)."""
     concat = np.concatenate([x, prev_output], axis=1).astype(np.int64) - 128
     accum_mult = quantize_multiplier(4096.0 * float(F32(bias_scale)))  # validated scales
     fx = FX16
     acts = []
     for w, b in zip(weights, biases):
-        acc = FX32.wrap(_int_matmul(concat, (w.astype(np.int64) - weights_zero_point).T) + b)
+        acc = FX32.wrap(_int_matmul(concat, w.T) + b)
         acc = _mbqm(acc, accum_mult)
         acts.append(np.clip(acc, -32768, 32767))
-    input_gate = fx.logistic(acts[0], 3)
-    input_modulation = fx.tanh(acts[1], 3)
-    forget_gate = fx.logistic(acts[2], 3)
-    output_gate = fx.logistic(acts[3], 3)
+    input_gate = int16_activation("logistic", acts[0], 3)
+    input_modulation = int16_activation("tanh", acts[1], 3)
+    forget_gate = int16_activation("logistic", acts[2], 3)
+    output_gate = int16_activation("logistic", acts[3], 3)
     input_times_modulation = fx.mul(input_gate, input_modulation)  # F0
     prev_state = prev_cell.astype(np.int64)  # F4
     prev_times_forget = fx.mul(forget_gate, prev_state)  # F0 * F4 = F4
     new_state = fx.saturating_add(fx.rescale(input_times_modulation, 0, 4), prev_times_forget)
     new_state_f3 = fx.rescale(new_state, 4, 3)
-    output_activ = fx.mul(output_gate, fx.tanh(new_state_f3, 3))  # F0
+    output_activ = fx.mul(output_gate, int16_activation("tanh", new_state_f3, 3))  # F0
     rescaled = rounding_divide_by_pot(output_activ, 8)
     out = 128 + np.clip(rescaled, -128, 127)
     return new_state.astype(np.int16), out.astype(np.uint8)
@@ -1040,15 +1070,23 @@ def quantized_lstm_cell(
 
 def _execute_q16(ctx: OperationContext) -> list[np.ndarray]:
     _q16_sizes(ctx)
-    x = ctx.value(0)
-    prev_output = ctx.value(14)
+    n_batch, n_input, n_output = _q16_sizes(ctx)
+    x, prev_output, prev_cell = ctx.value(0), ctx.value(14), ctx.value(13)
     # Gate order of tflite's LstmCell: input, cell (input modulation), forget, output.
     order = (0, 2, 1, 3)
-    weights = [np.concatenate([ctx.value(1 + g), ctx.value(5 + g)], axis=1) for g in order]
+    zero_point = ctx.input_zero_point(1)
+    weights = [
+        np.concatenate([ctx.value(1 + g), ctx.value(5 + g)], axis=1).astype(np.int64) - zero_point
+        for g in order
+    ]
     biases = [ctx.value(9 + g).astype(np.int64) for g in order]
-    state, out = quantized_lstm_cell(
-        x, prev_output, weights, ctx.input_zero_point(1), biases, ctx.input_scale(9), ctx.value(13)
-    )
+    bias_scale = ctx.input_scale(9)
+    state = np.empty((n_batch, n_output), dtype=np.int16)
+    out = np.empty((n_batch, n_output), dtype=np.uint8)
+    for rows in batch_blocks(n_batch, n_input + n_output):
+        state[rows], out[rows] = quantized_lstm_cell(
+            x[rows], prev_output[rows], weights, biases, bias_scale, prev_cell[rows]
+        )
     return [state, out]
 
 
@@ -1252,117 +1290,117 @@ def _execute_qlstm(ctx: OperationContext) -> list[np.ndarray]:
     scales = _qlstm_scales(ctx, cfg, cell_shift)
     n_cell, n_output = cfg.n_cell, cfg.n_output
     cell = QLSTM_CELL
-    x = ctx.value(0).astype(np.int64)
-    h_prev = ctx.value(18).astype(np.int64)
-    c_prev = ctx.value(19).astype(np.int64)
     input_zp, out_zp = ctx.input_zero_point(0), ctx.input_zero_point(18)
-    cell_clip = float_scalar(ctx, 24)
-    proj_clip = float_scalar(ctx, 25)
     hidden_zp = ctx.scalar(30)
+    # QLSTM.cpp (as tflite's integer LSTM) clips only when the *quantized* clip is
+    # positive: a clip below one cell-state step truncates to 0 and disables clipping.
+    # It quantizes the projection clip with the projection weights' scale.
+    cell_clip = _quantized_clip(float_scalar(ctx, 24), ctx.input_scale(19), 32767)
+    proj_clip = (
+        _quantized_clip(float_scalar(ctx, 25), ctx.input_scale(cell.projection_weights), 127)
+        if cfg.projection
+        else 0
+    )
 
     def zp_bias(zero_point: int, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
         """``PrecomputeZeroPointTimesWeightWithBias``: bias + zero_point * row sums."""
         b = np.zeros(w.shape[0], dtype=np.int64) if bias is None else bias.astype(np.int64)
         return FX32.wrap(b + zero_point * w.astype(np.int64).sum(axis=1))
 
-    gates: list[np.ndarray | None] = [None] * 4
+    # Per gate: (input weights, their zero-point bias, recurrent weights, theirs). Without
+    # layer norm the gate bias rides in the input product's precomputed bias (tflite);
+    # with it, layer normalization adds it.
+    products: list[tuple | None] = [None] * 4
     for k in range(4):
         if k == 0 and cfg.cifg:
             continue
         wi = ctx.value(cell.input_weights[k])
         wr = ctx.value(cell.recurrent_weights[k])
-        bias = ctx.value(cell.bias[k])
-        # Without layer norm the gate bias rides in the input product's precomputed bias
-        # (tflite); with it, layer normalization adds it.
-        acc = np.zeros((n_batch, n_cell), dtype=np.int64)
-        acc = _matmul_accumulate(
-            x,
-            zp_bias(-input_zp, wi, None if cfg.layer_norm else bias),
-            wi,
-            scales.input_products[k],
-            acc,
-            -32768,
-            32767,
-        )
-        gates[k] = _matmul_accumulate(
-            h_prev, zp_bias(-out_zp, wr, None), wr, scales.recurrent_products[k], acc, -32768, 32767
-        )
-
-    def peephole(k: int, state: np.ndarray) -> None:
-        if scales.peephole[k] is None:
-            return
-        pw = cell.peephole[(0, 1, None, 2)[k]]
-        prod = _mbqm(ctx.value(pw).astype(np.int64) * state, scales.peephole[k])
-        gates[k] = np.clip(prod + gates[k], -32768, 32767)
-
-    def normalize(k: int) -> None:
-        if not cfg.layer_norm:
-            return
-        li = cell.layer_norm[k]
-        # QLSTM.cpp's variance guard ("InvLargeValue"): min(1, int(10000 * scale)).
-        limit = min(1, int(F32(10000) * F32(ctx.input_scale(li))))
-        gates[k] = _layer_norm_int(
-            gates[k],
-            ctx.value(li),
-            ctx.value(cell.bias[k]).astype(np.int64),
-            scales.layer_norm[k],
-            limit,
-        )
-
-    fx = FX16
-    # Forget gate.
-    peephole(1, c_prev)
-    normalize(1)
-    forget = fx.logistic(gates[1], 3)
-    # Cell (modulation) gate.
-    normalize(2)
-    cell_gate = fx.tanh(gates[2], 3)
-    # Input gate.
-    if cfg.cifg:
-        input_gate = 32767 - forget  # Sub1Vector
-    else:
-        peephole(0, c_prev)
-        normalize(0)
-        input_gate = fx.logistic(gates[0], 3)
-    # Cell update: CwiseMul with rounding shifts (results cast to int16), CwiseAdd.
-    kept = FX16.wrap(rounding_divide_by_pot(forget * c_prev, 15))
-    added = FX16.wrap(rounding_divide_by_pot(input_gate * cell_gate, 30 + cell_shift))
-    c_new = np.clip(kept + added, -32768, 32767)
-    # QLSTM.cpp (as tflite's integer LSTM) clips only when the *quantized* clip is
-    # positive: a clip below one cell-state step truncates to 0 and disables clipping.
-    q_clip = _quantized_clip(cell_clip, ctx.input_scale(19), 32767)
-    if q_clip > 0:
-        c_new = np.clip(c_new, -q_clip, q_clip)
-    # Output gate (peephole on the new cell state).
-    peephole(3, c_new)
-    normalize(3)
-    output_gate = fx.logistic(gates[3], 3)
-    # Hidden state: output gate * tanh(cell) in the hidden scale. tflite's CwiseMul
-    # subtracts the zero point and the projection's precomputed bias adds it back.
-    tanh_c = fx.tanh(c_new, 15 + cell_shift)
-    hidden = np.clip(_mbqm(output_gate * tanh_c, scales.hidden) - hidden_zp, -128, 127)
+        bias = None if cfg.layer_norm else ctx.value(cell.bias[k])
+        products[k] = (wi, zp_bias(-input_zp, wi, bias), wr, zp_bias(-out_zp, wr, None))
     if cfg.projection:
         pw = ctx.value(cell.projection_weights)
         pb = ctx.value(cell.projection_bias) if cfg.projection_bias else None
-        out = _matmul_accumulate(
-            hidden,
-            zp_bias(hidden_zp, pw, pb),
-            pw,
-            scales.projection,
-            np.zeros((n_batch, n_output), dtype=np.int64),
-            -128,
-            127,
-            out_zp,
-        )
-        # QLSTM.cpp quantizes the projection clip with the projection weights' scale, and
-        # (as for the cell clip) clips only when the quantized value is positive.
-        q_clip = _quantized_clip(proj_clip, ctx.input_scale(cell.projection_weights), 127)
-        if q_clip > 0:
-            out = np.clip(out, -q_clip, q_clip)
-    else:
-        out = hidden
-    out8 = out.astype(np.int8)
-    return [out8, c_new.astype(np.int16), out8.copy()]
+        projection = (pw, zp_bias(hidden_zp, pw, pb))
+
+    def rows(x: np.ndarray, h_prev: np.ndarray, c_prev: np.ndarray) -> tuple:
+        """The cell on a block of batch rows (int64 arrays): (output, new cell state)."""
+        gates: list[np.ndarray | None] = [None] * 4
+        for k, product in enumerate(products):
+            if product is None:
+                continue
+            wi, wi_bias, wr, wr_bias = product
+            acc = np.zeros((x.shape[0], n_cell), dtype=np.int64)
+            acc = _matmul_accumulate(x, wi_bias, wi, scales.input_products[k], acc, -32768, 32767)
+            gates[k] = _matmul_accumulate(
+                h_prev, wr_bias, wr, scales.recurrent_products[k], acc, -32768, 32767
+            )
+
+        def peephole(k: int, state: np.ndarray) -> None:
+            if scales.peephole[k] is None:
+                return
+            pw = cell.peephole[(0, 1, None, 2)[k]]
+            prod = _mbqm(ctx.value(pw).astype(np.int64) * state, scales.peephole[k])
+            gates[k] = np.clip(prod + gates[k], -32768, 32767)
+
+        def normalize(k: int) -> None:
+            if not cfg.layer_norm:
+                return
+            li = cell.layer_norm[k]
+            # QLSTM.cpp's variance guard ("InvLargeValue"): min(1, int(10000 * scale)).
+            limit = min(1, int(F32(10000) * F32(ctx.input_scale(li))))
+            gates[k] = _layer_norm_int(
+                gates[k],
+                ctx.value(li),
+                ctx.value(cell.bias[k]).astype(np.int64),
+                scales.layer_norm[k],
+                limit,
+            )
+
+        # Forget gate.
+        peephole(1, c_prev)
+        normalize(1)
+        forget = int16_activation("logistic", gates[1], 3)
+        # Cell (modulation) gate.
+        normalize(2)
+        cell_gate = int16_activation("tanh", gates[2], 3)
+        # Input gate.
+        if cfg.cifg:
+            input_gate = 32767 - forget  # Sub1Vector
+        else:
+            peephole(0, c_prev)
+            normalize(0)
+            input_gate = int16_activation("logistic", gates[0], 3)
+        # Cell update: CwiseMul with rounding shifts (results cast to int16), CwiseAdd.
+        kept = FX16.wrap(rounding_divide_by_pot(forget * c_prev, 15))
+        added = FX16.wrap(rounding_divide_by_pot(input_gate * cell_gate, 30 + cell_shift))
+        c_new = np.clip(kept + added, -32768, 32767)
+        if cell_clip > 0:
+            c_new = np.clip(c_new, -cell_clip, cell_clip)
+        # Output gate (peephole on the new cell state).
+        peephole(3, c_new)
+        normalize(3)
+        output_gate = int16_activation("logistic", gates[3], 3)
+        # Hidden state: output gate * tanh(cell) in the hidden scale. tflite's CwiseMul
+        # subtracts the zero point and the projection's precomputed bias adds it back.
+        tanh_c = int16_activation("tanh", c_new, 15 + cell_shift)
+        hidden = np.clip(_mbqm(output_gate * tanh_c, scales.hidden) - hidden_zp, -128, 127)
+        if not cfg.projection:
+            return hidden, c_new
+        pw, pw_bias = projection
+        zeros = np.zeros((x.shape[0], n_output), dtype=np.int64)
+        out = _matmul_accumulate(hidden, pw_bias, pw, scales.projection, zeros, -128, 127, out_zp)
+        if proj_clip > 0:
+            out = np.clip(out, -proj_clip, proj_clip)
+        return out, c_new
+
+    x, h_prev, c_prev = ctx.value(0), ctx.value(18), ctx.value(19)
+    out8 = np.empty((n_batch, n_output), dtype=np.int8)
+    c_out = np.empty((n_batch, n_cell), dtype=np.int16)
+    for block in batch_blocks(n_batch, max(n_input, n_cell, n_output)):
+        wide = [v[block].astype(np.int64) for v in (x, h_prev, c_prev)]
+        out8[block], c_out[block] = rows(*wide)
+    return [out8, c_out, out8.copy()]
 
 
 QUANTIZED_LSTM = OperationDeclaration(

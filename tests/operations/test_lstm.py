@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import tracemalloc
 from dataclasses import replace
 
 import numpy as np
@@ -21,7 +22,9 @@ from driver.executor import Executor
 from driver.hal.types import HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import lstm as lstm_ops
 from driver.operations.lstm import checked_log2
+from driver.operations.quant import FX16
 from driver.testing import (
     OmittedArg,
     ScalarArg,
@@ -723,6 +726,70 @@ def test_quantized_lstm_rules():
     model, _ = single_op_model(O.QUANTIZED_LSTM, case.args, outs)
     with pytest.raises(HalError):
         validate_model(model, HalVersion.V1_2)
+
+
+def _big_batch_qlstm(n_batch: int, **features) -> tuple[list, list]:
+    """A QUANTIZED_LSTM case with ``n_batch`` rows of full-range random input and state."""
+    case = make_qlstm_case(5, n_batch, 2, 2, 2 if features.get("projection") else None, **features)
+    rng = np.random.default_rng(n_batch)
+    args = list(case.args)
+    for k, dtype in ((0, np.int8), (18, np.int8), (19, np.int16)):
+        info = np.iinfo(dtype)
+        values = rng.integers(info.min, info.max + 1, args[k].values.shape).astype(dtype)
+        args[k] = replace(args[k], values=values)
+    return args, qlstm_outputs(case)
+
+
+def _big_batch_q16(n_batch: int) -> tuple[list, list]:
+    q = q16_case(8, n_batch, 2, 2)
+    rng = np.random.default_rng(n_batch)
+    q["input"] = rng.integers(0, 256, q["input"].shape)
+    q["prev_output"] = rng.integers(0, 256, q["prev_output"].shape)
+    q["prev_cell"] = rng.integers(-32768, 32768, q["prev_cell"].shape)
+    return q16_inputs(q), q16_outputs(n_batch, 2)
+
+
+@pytest.mark.parametrize("features", [(), ("cifg", "peephole", "projection"), ("layer_norm",)])
+def test_quantized_lstm_row_blocks_give_the_one_block_result(monkeypatch, features):
+    args, outs = _big_batch_qlstm(9, **dict.fromkeys(features, True))
+    whole = run_op(O.QUANTIZED_LSTM, args, outs)
+    monkeypatch.setattr(lstm_ops, "BATCH_BLOCK_ELEMENTS", 1)
+    for got, want in zip(run_op(O.QUANTIZED_LSTM, args, outs), whole):
+        np.testing.assert_array_equal(got, want)
+    q_args, q_outs = _big_batch_q16(9)
+    monkeypatch.undo()
+    q_whole = run_op(O.QUANTIZED_16BIT_LSTM, q_args, q_outs)
+    monkeypatch.setattr(lstm_ops, "BATCH_BLOCK_ELEMENTS", 1)
+    for got, want in zip(run_op(O.QUANTIZED_16BIT_LSTM, q_args, q_outs), q_whole):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("function", ["logistic", "tanh"])
+@pytest.mark.parametrize("integer_bits", [0, 3, 6])
+def test_int16_activation_lookup_is_the_fixed_point_evaluation(function, integer_bits):
+    raws = np.arange(-32768, 32768, dtype=np.int64).reshape(256, 256)
+    np.testing.assert_array_equal(
+        lstm_ops.int16_activation(function, raws, integer_bits),
+        getattr(FX16, function)(raws, integer_bits),
+    )
+
+
+@pytest.mark.parametrize("op", [O.QUANTIZED_LSTM, O.QUANTIZED_16BIT_LSTM])
+def test_quantized_lstm_cells_of_a_huge_batch_need_little_more_memory_than_their_io(op):
+    # 256K rows of 2 units: int64 gate temporaries for the whole batch took ~25x the
+    # input and output bytes; the cells now work a block of rows at a time.
+    args, outs = _big_batch_qlstm(1 << 18) if op == O.QUANTIZED_LSTM else _big_batch_q16(1 << 18)
+    model, feeds = single_op_model(op, args, outs)
+    validate_model(model, HalVersion.V1_3)
+    executor = Executor(model)
+    tracemalloc.start()
+    try:
+        results = executor.run(feeds)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    io = sum(r.nbytes for r in results) + sum(np.asarray(f).nbytes for f in feeds)
+    assert peak < 2 * io + (8 << 20), f"peak {peak >> 20} MB for {io >> 20} MB of io"
 
 
 # ---------------------------------------------------------------------------------------
