@@ -5,7 +5,8 @@ for bit, up to last-bit differences between libm's and numpy's ``exp``:
 
 * LSH_PROJECTION hashes ``seed bytes + input row bytes`` with farmhash's
   ``Fingerprint64`` (:func:`fingerprint64`, vectorized over keys), sums the signed 64-bit
-  hashes (weighted) as doubles in row order and keeps the sign bit.
+  hashes (weighted) as doubles in row order and keeps the sign bit. It hashes each
+  distinct seed once, a block of (seed, row) pairs at a time, without building the keys.
 * RANDOM_MULTINOMIAL draws from TensorFlow's ``PhiloxRandom`` (Philox4x32-10,
   :func:`philox4x32`) seeded with the two seed values, one double per sample
   (``SimplePhilox::RandDouble``), and inverts the unnormalized CDF with
@@ -58,15 +59,65 @@ def _hash_len16(u: np.ndarray, v: np.ndarray, mul) -> np.ndarray:
     return b * mul
 
 
-def _fetch64(keys: np.ndarray, offset: int) -> np.ndarray:
-    return np.ascontiguousarray(keys[:, offset : offset + 8]).view("<u8")[:, 0].astype(np.uint64)
+def _little_endian(data: np.ndarray, offset: int, width: int) -> np.ndarray:
+    """Bytes ``offset .. offset + width`` (width <= 8) of each row of ``data`` as uint64."""
+    if width in (4, 8):
+        word = np.ascontiguousarray(data[:, offset : offset + width]).view(f"<u{width}")
+        return word[:, 0].astype(np.uint64)
+    padded = np.zeros((data.shape[0], 8), dtype=np.uint8)
+    padded[:, :width] = data[:, offset : offset + width]
+    return padded.view("<u8")[:, 0].astype(np.uint64)
 
 
-def _fetch32(keys: np.ndarray, offset: int) -> np.ndarray:
-    return np.ascontiguousarray(keys[:, offset : offset + 4]).view("<u4")[:, 0].astype(np.uint64)
+class _KeyRows:
+    """Keys given as the rows of a uint8 array: each fetch is one value per key."""
+
+    def __init__(self, keys: np.ndarray):
+        self.keys = keys
+        self.shape = keys.shape[:1]
+        self.length = keys.shape[1]
+
+    def fetch(self, offset: int, width: int) -> np.ndarray:
+        return _little_endian(self.keys, offset, width)
 
 
-def _weak_hash_len32_with_seeds(keys, offset, a, b):
+class _SeededKeys:
+    """The keys ``seed bytes + row bytes`` of every (seed, row) pair, never materialized:
+    a word within the row bytes is fetched once per row (shape ``(1, rows)``), one within
+    the seed once per seed (``(seeds, 1)``), one across both joins the two; the hash's
+    arithmetic broadcasts them to ``(seeds, rows)``."""
+
+    def __init__(self, seeds: np.ndarray, rows: np.ndarray):
+        self.seeds, self.rows = seeds, rows
+        self.shape = (seeds.shape[0], rows.shape[0])
+        self.length = seeds.shape[1] + rows.shape[1]
+
+    def fetch(self, offset: int, width: int) -> np.ndarray:
+        seed_len, end = self.seeds.shape[1], offset + width
+        value = None
+        if offset < seed_len:
+            value = _little_endian(self.seeds, offset, min(end, seed_len) - offset)[:, None]
+        if end > seed_len:
+            start = max(offset, seed_len)
+            part = _little_endian(self.rows, start - seed_len, end - start)[None, :]
+            if start > offset:
+                part = part << _U64(8 * (start - offset))
+            value = part if value is None else value | part
+        return value
+
+
+_Keys = _KeyRows | _SeededKeys
+
+
+def _fetch64(keys: _Keys, offset: int) -> np.ndarray:
+    return keys.fetch(offset, 8)
+
+
+def _fetch32(keys: _Keys, offset: int) -> np.ndarray:
+    return keys.fetch(offset, 4)
+
+
+def _weak_hash_len32_with_seeds(keys: _Keys, offset: int, a, b):
     w = _fetch64(keys, offset)
     x = _fetch64(keys, offset + 8)
     y = _fetch64(keys, offset + 16)
@@ -86,18 +137,26 @@ def fingerprint64(keys: np.ndarray) -> np.ndarray:
     keys = np.ascontiguousarray(keys, dtype=np.uint8)
     if keys.ndim != 2:
         raise ValueError("keys must be a 2-D uint8 array")
-    n, length = keys.shape
+    return _fingerprint64(_KeyRows(keys))
+
+
+def _fingerprint64(keys: _Keys) -> np.ndarray:
+    """``Fingerprint64`` of every key of ``keys``, shaped ``keys.shape``."""
+    length = keys.length
     with np.errstate(over="ignore"):
         if length <= 16:
-            return _hash_len0_to16(keys, n, length)
-        if length <= 32:
-            return _hash_len17_to32(keys, length)
-        if length <= 64:
-            return _hash_len33_to64(keys, length)
-        return _hash_long(keys, n, length)
+            hashed = _hash_len0_to16(keys, length)
+        elif length <= 32:
+            hashed = _hash_len17_to32(keys, length)
+        elif length <= 64:
+            hashed = _hash_len33_to64(keys, length)
+        else:
+            hashed = _hash_long(keys, length)
+    # A hash of the seed bytes alone (no row bytes) is one value per seed.
+    return hashed if hashed.shape == keys.shape else np.broadcast_to(hashed, keys.shape)
 
 
-def _hash_len0_to16(keys: np.ndarray, n: int, length: int) -> np.ndarray:
+def _hash_len0_to16(keys: _Keys, length: int) -> np.ndarray:
     ln = _U64(length)
     if length >= 8:
         mul = _K2 + ln * _U64(2)
@@ -111,17 +170,17 @@ def _hash_len0_to16(keys: np.ndarray, n: int, length: int) -> np.ndarray:
         a = _fetch32(keys, 0)
         return _hash_len16(ln + (a << _U64(3)), _fetch32(keys, length - 4), mul)
     if length > 0:
-        a = keys[:, 0].astype(np.uint64)
-        b = keys[:, length >> 1].astype(np.uint64)
-        c = keys[:, length - 1].astype(np.uint64)
+        a = keys.fetch(0, 1)
+        b = keys.fetch(length >> 1, 1)
+        c = keys.fetch(length - 1, 1)
         # uint32 arithmetic in C++; the values are small enough not to wrap.
         y = a + (b << _U64(8))
         z = ln + (c << _U64(2))
         return _shift_mix((y * _K2) ^ (z * _K0)) * _K2
-    return np.full(n, _K2, dtype=np.uint64)
+    return np.full(keys.shape, _K2, dtype=np.uint64)
 
 
-def _hash_len17_to32(keys: np.ndarray, length: int) -> np.ndarray:
+def _hash_len17_to32(keys: _Keys, length: int) -> np.ndarray:
     mul = _K2 + _U64(length) * _U64(2)
     a = _fetch64(keys, 0) * _K1
     b = _fetch64(keys, 8)
@@ -130,7 +189,7 @@ def _hash_len17_to32(keys: np.ndarray, length: int) -> np.ndarray:
     return _hash_len16(_rot(a + b, 43) + _rot(c, 30) + d, a + _rot(b + _K2, 18) + c, mul)
 
 
-def _hash_len33_to64(keys: np.ndarray, length: int) -> np.ndarray:
+def _hash_len33_to64(keys: _Keys, length: int) -> np.ndarray:
     mul = _K2 + _U64(length) * _U64(2)
     a = _fetch64(keys, 0) * _K2
     b = _fetch64(keys, 8)
@@ -145,11 +204,11 @@ def _hash_len33_to64(keys: np.ndarray, length: int) -> np.ndarray:
     return _hash_len16(_rot(e + f, 43) + _rot(g, 30) + h, e + _rot(f + a, 18) + g, mul)
 
 
-def _hash_long(keys: np.ndarray, n: int, length: int) -> np.ndarray:
+def _hash_long(keys: _Keys, length: int) -> np.ndarray:
     seed = _U64(81)
-    zeros = np.zeros(n, dtype=np.uint64)
-    x = np.full(n, seed, dtype=np.uint64)
-    y = np.full(n, seed * _K1 + _U64(113), dtype=np.uint64)
+    zeros = np.zeros(keys.shape, dtype=np.uint64)
+    x = np.full(keys.shape, seed, dtype=np.uint64)
+    y = np.full(keys.shape, seed * _K1 + _U64(113), dtype=np.uint64)
     z = _shift_mix(y * _K2 + _U64(113)) * _K2
     v0, v1 = zeros.copy(), zeros.copy()
     w0, w1 = zeros.copy(), zeros.copy()
@@ -270,33 +329,46 @@ def lsh_sign_bits(seeds: np.ndarray, rows: np.ndarray, weights: np.ndarray | Non
     ``seeds``. The score is the running double sum, in row order, of each key's
     ``Fingerprint64`` read as int64 (times the row's weight)."""
     flat = np.ascontiguousarray(seeds).reshape(-1)
-    seed_bytes = flat.view(np.uint8).reshape(flat.size, flat.itemsize)
-    num_seeds, num_rows = flat.size, rows.shape[0]
+    num_rows = rows.shape[0]
     if num_rows == 0:
         return np.zeros(seeds.shape, dtype=np.int64)
-    w = None if weights is None else weights.astype(np.float64)[None, :]
-    score = np.empty(num_seeds)
-    # Bounded memory: hash the keys of a few seeds at a time.
+    # Seeds with the same bytes have the same keys and scores: hash each once (a hash
+    # tensor made by TILE, FILL or RESIZE repeats a few values many times).
+    seed_words = flat.view(f"u{flat.itemsize}")
+    unique = np.unique(seed_words)
+    seed_bytes = unique.view(np.uint8).reshape(unique.size, flat.itemsize)
+    w = None if weights is None else weights.astype(np.float64)
+    score = np.zeros(unique.size)
     key_bytes = flat.itemsize + rows.shape[1]
-    step = max(1, _LSH_CHUNK_BYTES // (num_rows * key_bytes))
-    for s in range(0, num_seeds, step):
-        k = min(step, num_seeds - s)
-        keys = np.concatenate(
-            [
-                np.broadcast_to(seed_bytes[s : s + k, None, :], (k, num_rows, flat.itemsize)),
-                np.broadcast_to(rows[None, :, :], (k, num_rows, rows.shape[1])),
-            ],
-            axis=2,
-        ).reshape(k * num_rows, key_bytes)
-        hashed = fingerprint64(keys).view(np.int64).astype(np.float64).reshape(k, num_rows)
-        if w is not None:
-            hashed = w * hashed
-        # np.add.accumulate sums left to right, like the C++ loop (np.sum would pair up).
-        score[s : s + k] = np.add.accumulate(hashed, axis=1)[:, -1]
-    return (score > 0).astype(np.int64).reshape(seeds.shape)
+    keys_per_block = max(1, _LSH_CHUNK_BYTES // max(key_bytes, _LSH_MIN_KEY_COST))
+    # All the seeds in a block when they fit: each row's words are then fetched once.
+    seeds_per_block = min(unique.size, keys_per_block)
+    rows_per_block = max(1, keys_per_block // seeds_per_block)
+    for r in range(0, num_rows, rows_per_block):
+        block_rows = rows[r : r + rows_per_block]
+        n = block_rows.shape[0]
+        for s in range(0, unique.size, seeds_per_block):
+            k = min(seeds_per_block, unique.size - s)
+            keys = _SeededKeys(seed_bytes[s : s + k], block_rows)
+            hashed = _fingerprint64(keys).view(np.int64).astype(np.float64)
+            if w is not None:
+                hashed = w[None, r : r + n] * hashed
+            if r > 0:  # continue the running sum: (score + h_r) + h_r+1 ..., as the C++
+                hashed[:, 0] = score[s : s + k] + hashed[:, 0]
+            # np.add.accumulate sums left to right, like the C++ loop (np.sum would pair up).
+            score[s : s + k] = np.add.accumulate(hashed, axis=1)[:, -1]
+    # Binary search of each seed among the unique ones: cheaper than unique's inverse.
+    positive = np.take(score > 0, np.searchsorted(unique, seed_words))
+    return positive.astype(np.int64).reshape(seeds.shape)
 
 
-_LSH_CHUNK_BYTES = 1 << 22
+_LSH_CHUNK_BYTES = 1 << 20
+"""LSH hashes a block of (seed, row) keys at a time, about this many key bytes, so its
+keys and their uint64 hash temporaries stay a few MB however many rows and seeds."""
+
+_LSH_MIN_KEY_COST = 64
+"""Bytes a key counts for in a block at least: short keys' temporaries (a dozen uint64
+arrays per key) outweigh the key bytes."""
 
 
 def _execute_lsh(ctx: OperationContext) -> list[np.ndarray]:

@@ -320,15 +320,53 @@ def test_philox_doubles_from_an_offset_continue_the_stream():
         assert philox_doubles(3, 4, 11 - start, start).tolist() == whole[start:].tolist()
 
 
-def test_lsh_chunking_does_not_change_the_bits(monkeypatch):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_lsh_chunking_does_not_change_the_bits(monkeypatch, weighted):
     import driver.operations.random_ops as r
 
     rng = np.random.default_rng(9)
     seeds = rng.standard_normal((7, 5)).astype(np.float32)
+    seeds[3] = seeds[5]  # repeated seeds are hashed once
     rows = rng.integers(0, 256, (6, 8), dtype=np.uint8)
-    whole = lsh_sign_bits(seeds, rows, None)
-    monkeypatch.setattr(r, "_LSH_CHUNK_BYTES", 100)
-    assert (lsh_sign_bits(seeds, rows, None) == whole).all()
+    weights = rng.standard_normal(6).astype(np.float32) if weighted else None
+    whole = lsh_sign_bits(seeds, rows, weights)
+    monkeypatch.setattr(r, "_LSH_CHUNK_BYTES", 100)  # one key a block: the sum carries over
+    assert (lsh_sign_bits(seeds, rows, weights) == whole).all()
+
+
+@pytest.mark.parametrize("seed_bytes", [2, 4])
+def test_seeded_keys_hash_as_the_materialized_keys(seed_bytes):
+    """LSH never builds its seed + row keys; every farmhash branch (0-16, 17-32, 33-64 and
+    longer keys) must read the words that straddle the seed and the row bytes alike."""
+    from driver.operations.random_ops import _fingerprint64, _SeededKeys
+
+    rng = np.random.default_rng(seed_bytes)
+    seeds = rng.integers(0, 256, (3, seed_bytes), dtype=np.uint8)
+    for row_bytes in [*range(0, 70), 127, 128, 129, 200]:
+        rows = rng.integers(0, 256, (4, row_bytes), dtype=np.uint8)
+        keys = np.concatenate([np.repeat(seeds, 4, axis=0), np.tile(rows, (3, 1))], axis=1).reshape(
+            3, 4, -1
+        )
+        want = fingerprint64(keys.reshape(12, -1)).reshape(3, 4)
+        np.testing.assert_array_equal(_fingerprint64(_SeededKeys(seeds, rows)), want)
+
+
+def test_lsh_of_many_rows_needs_little_more_memory_than_its_input():
+    # 1M rows of 4 bytes and 6 seeds: whole-input keys and hash temporaries per seed took
+    # ~15x the input; LSH now hashes a block of keys at a time.
+    import tracemalloc
+
+    rng = np.random.default_rng(10)
+    data = rng.integers(-(2**31), 2**31, 1 << 20).astype(np.int32)
+    weights = rng.standard_normal(1 << 20).astype(np.float32)
+    tracemalloc.start()
+    try:
+        got = lsh([[0.25, -1.5], [3.0, 0.125], [-2.0, 7.5]], data, weights, 2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got.shape == (6,)
+    assert peak < 3 * (data.nbytes + weights.nbytes) + (4 << 20), f"peak {peak >> 20} MB"
 
 
 def test_multinomial_rows_without_finite_logits_give_class_count():
