@@ -11,13 +11,17 @@ fixed-point ``exp_on_negative_values`` summed in Q12.19, the reciprocal by
 tflite's: the int32 sum of squared zero-point-offset inputs, its inverse square root from
 ``GetInvSqrtQuantizedMultiplierExp``, ``128 * (x - zp)`` multiplied by it, output scale
 1/128. Signed inputs run the same integer algorithms, so their results are exactly the
-unsigned ones minus 128.
+unsigned ones minus 128. The integer kernels run a block of rows at a time (long rows in
+segments, their integer sums being exact in any order), SOFTMAX's per-element stages
+looked up by the distance to the row maximum, so their temporaries stay small whatever
+the input's size.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -40,8 +44,6 @@ from driver.operations.quant import (
     multiply_by_quantized_multiplier_greater_than_one,
     multiply_by_quantized_multiplier_smaller_than_one,
     quantize_multiplier_greater_than_one,
-    rounding_divide_by_pot,
-    saturating_rounding_doubling_high_mul,
 )
 
 V = HalVersion
@@ -87,6 +89,71 @@ def _same_shape(ctx: OperationContext) -> list[Shape]:
 
 def _float_out(ctx: OperationContext, y: np.ndarray) -> np.ndarray:
     return y.astype(dtype_of(ctx), copy=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Blocks. An input can be a 256 MiB tensor made by an upstream operation, and the kernels'
+# int64 / float32 temporaries are several times it, so the kernels run a block at a time.
+# ---------------------------------------------------------------------------------------
+
+_BLOCK_ELEMENTS = 1 << 16
+"""Elements per block of the integer kernels: their int64 temporaries stay a few MB
+(and in cache: faster than whole-tensor passes) while numpy's per-call overhead stays
+small."""
+
+
+def _integer_row_blocks(rows: int, n: int) -> Iterator[tuple[slice, tuple[slice, ...]]]:
+    """Blocks for the integer kernels on ``rows`` rows of ``n``: (a range of whole rows,
+    the column segments to walk them in). Rows of ``_BLOCK_ELEMENTS`` or more come one at
+    a time in segments of that length: their reductions are integer sums, exact in any
+    order, so a row's sum is accumulated over its segments before the second pass."""
+    if n >= _BLOCK_ELEMENTS:
+        segments = tuple(slice(c, c + _BLOCK_ELEMENTS) for c in range(0, n, _BLOCK_ELEMENTS))
+        for r in range(rows):
+            yield slice(r, r + 1), segments
+    else:
+        step = _BLOCK_ELEMENTS // n
+        for r in range(0, rows, step):
+            yield slice(r, r + step), (slice(0, n),)
+
+
+_SHORT_ROW = 64
+"""Rows shorter than this are transposed to columns before the integer kernels run:
+numpy reduces and broadcasts along a short innermost axis one row at a time (10-50 times
+slower than along a long one)."""
+
+
+def _columns(segment: np.ndarray) -> np.ndarray:
+    """A segment of a block of rows as its transpose (one column per row), contiguous for
+    short rows: the kernels then reduce over axis 0 and broadcast per-row values along
+    the long axis."""
+    if segment.shape[1] < _SHORT_ROW:
+        return np.ascontiguousarray(segment.T)
+    return segment.T
+
+
+def _unsigned(block: np.ndarray) -> np.ndarray:
+    """Quant8 values as uint8 in the same order: signed ones plus 128 (the sign bit
+    flipped), so the signed types run the unsigned algorithms."""
+    return block.view(np.uint8) ^ 0x80 if block.dtype == np.int8 else block
+
+
+def _quant_rows(
+    ctx: OperationContext, axis: int, kernel: Callable[[np.ndarray, np.ndarray], None]
+) -> np.ndarray:
+    """Input 0 as rows along ``axis``, ``kernel(rows, out_rows)`` writing the unsigned
+    results (it reads blocks through ``_unsigned``), and the output in input 0's layout
+    (signed: the results minus 128)."""
+    x = ctx.value(0)
+    rows = np.moveaxis(x, axis, -1)
+    moved_shape = rows.shape
+    rows = rows.reshape(-1, moved_shape[-1])
+    out = np.empty(rows.shape, np.uint8)
+    kernel(rows, out)
+    if x.dtype == np.int8:
+        out ^= 0x80  # v - 128 for v in [0, 255], in two's complement
+    out = np.moveaxis(out.reshape(moved_shape).view(dtype_of(ctx)), -1, axis)
+    return np.ascontiguousarray(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -156,33 +223,47 @@ def _infer_softmax(ctx: OperationContext) -> list[Shape]:
     return [ctx.shape(0)]
 
 
-def _softmax_quant(x: np.ndarray, beta: float, input_scale: float) -> np.ndarray:
-    """tflite's quantized softmax along the last axis of int values ``x``; returns the
-    unsigned result in [0, 255]."""
+def _softmax_quant_tables(beta: float, input_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """tflite's per-element softmax stages by the distance d = row max - x in [0, 255]
+    (uint8 inputs have no other): exp(-d) in Q0.31 and its Q12.19 rescaling for the sum,
+    both 0 where the difference is below ``CalculateInputRadius``'s bound (tflite skips
+    those: no share of the sum, output 0)."""
     mult, left_shift = _softmax_input_scaling(beta, input_scale)
     diff_min = -math.floor(
         ((1 << _SCALED_DIFF_INTEGER_BITS) - 1)
         * (1 << (31 - _SCALED_DIFF_INTEGER_BITS))
         / (1 << left_shift)
     )  # CalculateInputRadius
-    x = x.astype(np.int64)
-    diff = x - x.max(axis=-1, keepdims=True)
+    diff = -np.arange(256, dtype=np.int64)
     live = diff >= diff_min
     scaled = multiply_by_quantized_multiplier_greater_than_one(
         np.where(live, diff, 0), mult, left_shift
     )
-    exps = FX32.exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS)  # Q0.31
+    exps = np.where(live, FX32.exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS), 0)
     acc = FX32.rescale(exps, 0, _ACCUMULATION_INTEGER_BITS)
-    sum_of_exps = np.where(live, acc, 0).sum(axis=-1, keepdims=True)
-    sum_of_exps = sum_of_exps & 0xFFFFFFFF  # the C++ sum is an int32 read as uint32
-    headroom_plus_one = count_leading_zeros32(sum_of_exps)
-    num_bits_over_unit = _ACCUMULATION_INTEGER_BITS - headroom_plus_one
-    shifted_sum_minus_one = ((sum_of_exps << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
-    shifted_scale = FX32.one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
-    unsat = rounding_divide_by_pot(
-        saturating_rounding_doubling_high_mul(shifted_scale, exps), num_bits_over_unit + 31 - 8
-    )
-    return np.where(live, np.clip(unsat, 0, 255), 0)
+    return exps.astype(np.int32), acc
+
+
+def _softmax_quant(rows: np.ndarray, out: np.ndarray, beta: float, input_scale: float) -> None:
+    """tflite's quantized softmax of each row of quant8 ``rows`` into uint8 ``out`` (the
+    unsigned result, scale 1/256), a block of rows at a time."""
+    exps_by_distance, acc_by_distance = _softmax_quant_tables(beta, input_scale)
+    for block_rows, segments in _integer_row_blocks(*rows.shape):
+        block = _unsigned(rows[block_rows])
+        columns = [_columns(block[:, s]) for s in segments]
+        row_max = np.max([c.max(axis=0) for c in columns], axis=0)
+        sum_of_exps = sum(acc_by_distance.take(row_max - c).sum(axis=0) for c in columns)
+        sum_of_exps &= 0xFFFFFFFF  # the C++ sum is an int32 read as uint32
+        headroom_plus_one = count_leading_zeros32(sum_of_exps)
+        num_bits_over_unit = _ACCUMULATION_INTEGER_BITS - headroom_plus_one
+        shifted_sum_minus_one = ((sum_of_exps << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
+        shifted_scale = FX32.one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+        for s, c in zip(segments, columns):
+            # RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(scale, exp), bits)
+            unsat = multiply_by_quantized_multiplier_smaller_than_one(
+                exps_by_distance.take(row_max - c), shifted_scale, num_bits_over_unit + 31 - 8
+            )
+            out[block_rows, s] = np.clip(unsat, 0, 255, out=unsat).T
 
 
 def _empty_like_input(ctx: OperationContext) -> np.ndarray:
@@ -197,16 +278,12 @@ def _execute_softmax(ctx: OperationContext) -> list[np.ndarray]:
         return [_empty_like_input(ctx)]
     beta = _softmax_params(ctx)
     axis = _axis(ctx, 2, x.ndim)
-    xm = np.moveaxis(x, axis, -1)
-    t = ctx.input_type(0)
-    if t in QUANT8:
-        signed = t == _T.TENSOR_QUANT8_ASYMM_SIGNED
-        out = _softmax_quant(xm, beta, ctx.input_scale(0)) - (128 if signed else 0)
-        out = out.astype(dtype_of(ctx))
-    else:
-        xf = xm.astype(np.float32)
-        e = np.exp((xf - xf.max(axis=-1, keepdims=True)) * np.float32(beta))
-        out = _float_out(ctx, e / e.sum(axis=-1, keepdims=True))
+    if ctx.input_type(0) in QUANT8:
+        scale = ctx.input_scale(0)
+        return [_quant_rows(ctx, axis, lambda rows, out: _softmax_quant(rows, out, beta, scale))]
+    xf = np.moveaxis(x, axis, -1).astype(np.float32)
+    e = np.exp((xf - xf.max(axis=-1, keepdims=True)) * np.float32(beta))
+    out = _float_out(ctx, e / e.sum(axis=-1, keepdims=True))
     return [np.ascontiguousarray(np.moveaxis(out, -1, axis))]
 
 
@@ -311,22 +388,35 @@ def _infer_l2(ctx: OperationContext) -> list[Shape]:
     return [ctx.shape(0)]
 
 
+def _l2_quant(rows: np.ndarray, out: np.ndarray, zero_point: int) -> None:
+    """tflite's quantized L2 normalization of each row of quant8 ``rows`` (``zero_point``
+    in their unsigned form) into uint8 ``out`` (unsigned result, scale 1/128)."""
+
+    def offset(block: np.ndarray, s: slice) -> np.ndarray:
+        return _columns(block[:, s]).astype(np.int32) - zero_point  # |x - zp| <= 255
+
+    for block_rows, segments in _integer_row_blocks(*rows.shape):
+        block = _unsigned(rows[block_rows])
+        sq = sum(np.square(offset(block, s)).sum(axis=0, dtype=np.int64) for s in segments)
+        sq = ((sq + 2**31) & 0xFFFFFFFF) - 2**31  # int32 accumulator
+        mult, shift = inv_sqrt_quantized_multiplier_exp(sq, -1)
+        for s in segments:
+            # MultiplyByQuantizedMultiplierSmallerThanOneExp(128 * d, mult, shift), shift <= 0
+            d = offset(block, s)
+            d *= 128
+            scaled = multiply_by_quantized_multiplier_smaller_than_one(d, mult, -shift)
+            scaled += 128
+            out[block_rows, s] = np.clip(scaled, 0, 255, out=scaled).T
+
+
 def _execute_l2(ctx: OperationContext) -> list[np.ndarray]:
     x = ctx.value(0)
     axis = _axis(ctx, 1, x.ndim)
-    t = ctx.input_type(0)
-    if t in QUANT8:
-        d = x.astype(np.int64) - ctx.input_zero_point(0)
-        sq = (d * d).sum(axis=axis, keepdims=True)
-        sq = ((sq + 2**31) & 0xFFFFFFFF) - 2**31  # int32 accumulator
-        mult, shift = inv_sqrt_quantized_multiplier_exp(sq, -1)
-        # MultiplyByQuantizedMultiplierSmallerThanOneExp(128 * d, mult, shift), shift <= 0
-        scaled = multiply_by_quantized_multiplier_smaller_than_one(128 * d, mult, -shift)
-        if t == _T.TENSOR_QUANT8_ASYMM:
-            out = np.clip(scaled + 128, 0, 255)
-        else:
-            out = np.clip(scaled, -128, 127)
-        return [out.astype(dtype_of(ctx))]
+    if ctx.input_type(0) in QUANT8:
+        if x.size == 0:
+            return [_empty_like_input(ctx)]
+        zero_point = ctx.input_zero_point(0) + (128 if x.dtype == np.int8 else 0)
+        return [_quant_rows(ctx, axis, lambda rows, out: _l2_quant(rows, out, zero_point))]
     xf = x.astype(np.float32)
     norm = np.sqrt((xf * xf).sum(axis=axis, keepdims=True, dtype=np.float32))
     return [_float_out(ctx, xf / np.maximum(norm, np.float32(1e-6)))]

@@ -5,6 +5,9 @@ checked bit for bit against Android's CTS expectations while developing.)"""
 
 from __future__ import annotations
 
+import tracemalloc
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,6 +17,7 @@ from hypothesis.extra import numpy as hnp
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import normalization as norm_ops
 from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
 
 RELAXED_TOL = 5 * 2.0**-10
@@ -232,6 +236,43 @@ def test_l2_normalization_signed_equals_unsigned_minus_128(case):
     u = l2norm(q, axis, t=Q8, scale=scale, zp=zp).astype(np.int64)
     s = l2norm(q - 128, axis, t=S8, scale=scale, zp=zp - 128).astype(np.int64)
     np.testing.assert_array_equal(s, u - 128)
+
+
+def _quant_kernels(q, axis, scale, zp):
+    """SOFTMAX and L2_NORMALIZATION of ``q`` (unsigned and signed) along ``axis``."""
+    return [
+        softmax(q, 1.0, axis, t=Q8, scale=scale, zp=zp),
+        softmax(q - 128, 0.5, axis, t=S8, scale=scale, zp=zp - 128),
+        l2norm(q, axis, t=Q8, scale=scale, zp=zp),
+        l2norm(q - 128, axis, t=S8, scale=scale, zp=zp - 128),
+    ]
+
+
+@given(quant_tensors(), st.sampled_from([1, 2, 5]))
+def test_quantized_blocks_of_a_few_elements_give_the_one_block_result(case, block):
+    # The integer kernels run blocks of rows, and long rows in segments (their sums are
+    # exact in any order); tiny blocks must give exactly the one-block result.
+    whole = _quant_kernels(*case)
+    with mock.patch.object(norm_ops, "_BLOCK_ELEMENTS", block):
+        blocked = _quant_kernels(*case)
+    for got, want in zip(blocked, whole):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(1 << 20, 4), (1, 1 << 22)])
+@pytest.mark.parametrize("kernel", [softmax, l2norm])
+def test_quantized_kernels_on_a_huge_input_need_little_more_than_it(kernel, shape):
+    # A 4 MB input, in short rows or in one long row: whole-tensor int64 temporaries
+    # would take 8 bytes an element, several times over; the kernels work by blocks.
+    q = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
+    tracemalloc.start()
+    try:
+        got = kernel(q, axis=-1, t=Q8, scale=0.1, zp=100)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got.shape == shape
+    assert peak < 4 * q.nbytes + (16 << 20), f"peak {peak >> 20} MB"
 
 
 def test_l2_normalization_validation():
