@@ -36,7 +36,7 @@ from driver.operations.base import (
     dtype_of,
 )
 from driver.operations.base import T as _T
-from driver.operations.conv import QUANT8, from_nhwc, to_nhwc
+from driver.operations.conv import QUANT8
 from driver.operations.quant import (
     FX32,
     count_leading_zeros32,
@@ -115,6 +115,33 @@ def _integer_row_blocks(rows: int, n: int) -> Iterator[tuple[slice, tuple[slice,
         step = _BLOCK_ELEMENTS // n
         for r in range(0, rows, step):
             yield slice(r, r + step), (slice(0, n),)
+
+
+def _float_lines(
+    x: np.ndarray, axis: int, dtype: np.dtype, kernel: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """``kernel`` over slabs of ``x`` viewed as (before, axis, after): each slab holds whole
+    lines along ``axis`` (a range of ``before``, or one ``before`` and a range of at least
+    two ``after``), and ``kernel(slab)`` returns the slab's result with its shape. numpy
+    sums a line pairwise when it is contiguous (``after`` == 1) and in line order when not;
+    slabs keep both, so the float sums and results are the whole tensor's bit for bit (a
+    one-column slab of a strided line would sum it pairwise: the last range of ``after``
+    overlaps the one before instead)."""
+    before, n = math.prod(x.shape[:axis]), x.shape[axis]
+    after = math.prod(x.shape[axis + 1 :])
+    x3 = x.reshape(before, n, after)
+    out = np.empty(x3.shape, dtype)
+    if n * after <= _BLOCK_ELEMENTS:
+        step = _BLOCK_ELEMENTS // (n * after)
+        for a in range(0, before, step):
+            out[a : a + step] = kernel(x3[a : a + step])
+        return out.reshape(x.shape)
+    width = 1 if after == 1 else max(2, _BLOCK_ELEMENTS // n)
+    for a in range(before):
+        for b in range(0, after, width):
+            cols = slice(min(b, after - 2) if after > 1 else 0, b + width)
+            out[a : a + 1, :, cols] = kernel(x3[a : a + 1, :, cols])
+    return out.reshape(x.shape)
 
 
 _SHORT_ROW = 64
@@ -475,13 +502,23 @@ def _execute_lrn(ctx: OperationContext) -> list[np.ndarray]:
     if x.size == 0:
         return [_empty_like_input(ctx)]
     axis = _axis(ctx, 5, x.ndim)
-    xf = np.moveaxis(x.astype(np.float32), axis, -1)
-    radius = min(ctx.scalar(1), xf.shape[-1])  # Android clamps the radius to the axis
+    radius = min(ctx.scalar(1), x.shape[axis])  # Android clamps the radius to the axis
     bias, alpha, beta = (np.float32(ctx.scalar(i)) for i in (2, 3, 4))
-    sq = np.pad(xf * xf, [(0, 0)] * (xf.ndim - 1) + [(radius, radius)])
-    window = sliding_window_view(sq, 2 * radius + 1, axis=-1).sum(axis=-1, dtype=np.float32)
-    out = xf * np.power(bias + alpha * window, -beta)
-    return [_float_out(ctx, np.ascontiguousarray(np.moveaxis(out, -1, axis)))]
+
+    # The squares zero-padded along the axis, laid out as np.pad lays out the whole
+    # tensor's (Fortran order where its moved view is): the window sums' order follows.
+    moved = np.moveaxis(x, axis, -1)
+    order = "F" if moved.flags.f_contiguous and not moved.flags.c_contiguous else "C"
+
+    def lrn(lines: np.ndarray) -> np.ndarray:
+        xf = np.moveaxis(lines.astype(np.float32), 1, -1)
+        n = xf.shape[-1]
+        sq = np.zeros((*xf.shape[:-1], n + 2 * radius), np.float32, order=order)
+        np.multiply(xf, xf, out=sq[..., radius : radius + n])
+        window = sliding_window_view(sq, 2 * radius + 1, axis=-1).sum(axis=-1, dtype=np.float32)
+        return np.moveaxis(xf * np.power(bias + alpha * window, -beta), -1, 1)
+
+    return [_float_lines(x, axis, dtype_of(ctx), lrn)]
 
 
 LOCAL_RESPONSE_NORMALIZATION = OperationDeclaration(
@@ -519,15 +556,22 @@ def _infer_instance(ctx: OperationContext) -> list[Shape]:
 
 
 def _execute_instance(ctx: OperationContext) -> list[np.ndarray]:
-    if ctx.value(0).size == 0:  # (a mean over an empty slice is NaN, with a warning)
+    x = ctx.value(0)
+    if x.size == 0:  # (a mean over an empty slice is NaN, with a warning)
         return [_empty_like_input(ctx)]
-    nchw = bool(ctx.scalar(4))
-    x = to_nhwc(ctx.value(0), nchw).astype(np.float32)
     gamma, beta, eps = (np.float32(ctx.scalar(i)) for i in (1, 2, 3))
-    mean = x.mean(axis=(1, 2), keepdims=True, dtype=np.float32)
-    var = np.square(x - mean).mean(axis=(1, 2), keepdims=True, dtype=np.float32)
-    out = (x - mean) * gamma / np.sqrt(var + eps) + beta
-    return [from_nhwc(_float_out(ctx, out), nchw)]
+
+    def instance(planes: np.ndarray) -> np.ndarray:
+        xf = planes.astype(np.float32)
+        mean = xf.mean(axis=1, keepdims=True, dtype=np.float32)
+        var = np.square(xf - mean).mean(axis=1, keepdims=True, dtype=np.float32)
+        return (xf - mean) * gamma / np.sqrt(var + eps) + beta
+
+    # Each batch's and channel's spatial plane as a line: (N*C, H*W, 1) for NCHW, (N,
+    # H*W, C) for NHWC.
+    n, d1, d2, d3 = x.shape
+    lines = x.reshape(n * d1, d2 * d3, 1) if ctx.scalar(4) else x.reshape(n, d1 * d2, d3)
+    return [_float_lines(lines, 1, dtype_of(ctx), instance).reshape(x.shape)]
 
 
 INSTANCE_NORMALIZATION = OperationDeclaration(

@@ -402,6 +402,56 @@ def test_instance_normalization_properties(shape, seed):
     np.testing.assert_allclose(f16, f32, rtol=RELAXED_TOL, atol=RELAXED_TOL * scale)
 
 
+def _float_kernels(x, axis, radius):
+    """LOCAL_RESPONSE_NORMALIZATION along ``axis`` and INSTANCE_NORMALIZATION (NHWC and
+    NCHW; ``x`` made 4-D) of float32 and float16 ``x``."""
+    x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
+    return [
+        f(x.astype(dt), t)
+        for t, dt in ((F32, np.float32), (F16, np.float16))
+        for f in (
+            lambda v, t: _lrn(v, radius, 1.0, 0.5, 0.75, axis, t=t),
+            lambda v, t: _instance(v.reshape(x4.shape), 1.5, -0.25, 0.01, t=t),
+            lambda v, t: _instance(v.reshape(x4.shape), 1.5, -0.25, 0.01, nchw=True, t=t),
+        )
+    ]
+
+
+@given(float_tensors(), st.integers(0, 6), st.sampled_from([1, 2, 5]))
+def test_float_blocks_of_a_few_elements_give_the_one_block_result(case, radius, block):
+    # LOCAL_RESPONSE_NORMALIZATION and INSTANCE_NORMALIZATION run slabs of whole lines
+    # along the axis laid out as in the whole tensor (numpy's float sums follow the
+    # layout); tiny blocks must give the one-block result bit for bit.
+    whole = _float_kernels(*case, radius)
+    with mock.patch.object(norm_ops, "_BLOCK_ELEMENTS", block):
+        blocked = _float_kernels(*case, radius)
+    for got, want in zip(blocked, whole):
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        lambda x: _lrn(x, 2, 1.0, 0.5, 0.75, t=F16),
+        lambda x: _instance(x, 1.5, -0.25, 0.01, t=F16),
+        lambda x: _instance(x, 1.5, -0.25, 0.01, nchw=True, t=F16),
+    ],
+    ids=["lrn", "instance_nhwc", "instance_nchw"],
+)
+def test_float_kernels_on_a_huge_input_need_little_more_than_it(kernel):
+    # A 4 MB float16 input: whole-tensor float32 temporaries would take 4 bytes an
+    # element, several times over; the kernels work by slabs of whole lines.
+    x = np.random.default_rng(0).uniform(-3, 3, (16, 128, 128, 8)).astype(np.float16)
+    tracemalloc.start()
+    try:
+        got = kernel(x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got.shape == x.shape
+    assert peak < 3 * x.nbytes + (8 << 20), f"peak {peak >> 20} MB"
+
+
 def test_instance_normalization_needs_rank_4():
     _rejected(lambda: _instance(np.ones((2, 2), np.float32), 1.0, 0.0, 0.1))
 
