@@ -4,7 +4,7 @@ INSTANCE_NORMALIZATION (Android 11 ``Softmax.cpp``, ``LogSoftmax.cpp``,
 ``InstanceNormalization.cpp``).
 
 Float kernels compute in float32 (float16 operands are widened and the result rounded to
-float16). Quantized SOFTMAX is tflite's integer algorithm bit for bit: the input
+float16), a slab of whole lines along the axis at a time. Quantized SOFTMAX is tflite's integer algorithm bit for bit: the input
 differences to the row maximum scaled to Q5.26 by ``PreprocessSoftmaxScaling``, gemmlowp's
 fixed-point ``exp_on_negative_values`` summed in Q12.19, the reciprocal by
 ``one_over_one_plus_x_for_x_in_0_1``, output scale 1/256. Quantized L2_NORMALIZATION is
@@ -85,10 +85,6 @@ def _check_not_scalar(ctx: OperationContext, r: int | None) -> None:
 def _same_shape(ctx: OperationContext) -> list[Shape]:
     ctx.check(len(ctx.shape(0)) >= 1, "input 0 must have rank >= 1, got a scalar")
     return [ctx.shape(0)]
-
-
-def _float_out(ctx: OperationContext, y: np.ndarray) -> np.ndarray:
-    return y.astype(dtype_of(ctx), copy=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -308,10 +304,13 @@ def _execute_softmax(ctx: OperationContext) -> list[np.ndarray]:
     if ctx.input_type(0) in QUANT8:
         scale = ctx.input_scale(0)
         return [_quant_rows(ctx, axis, lambda rows, out: _softmax_quant(rows, out, beta, scale))]
-    xf = np.moveaxis(x, axis, -1).astype(np.float32)
-    e = np.exp((xf - xf.max(axis=-1, keepdims=True)) * np.float32(beta))
-    out = _float_out(ctx, e / e.sum(axis=-1, keepdims=True))
-    return [np.ascontiguousarray(np.moveaxis(out, -1, axis))]
+
+    def softmax(lines: np.ndarray) -> np.ndarray:
+        xf = lines.astype(np.float32)
+        e = np.exp((xf - xf.max(axis=1, keepdims=True)) * np.float32(beta))
+        return e / e.sum(axis=1, keepdims=True)
+
+    return [_float_lines(x, axis, dtype_of(ctx), softmax)]
 
 
 def _softmax_signatures() -> tuple[Signature, ...]:
@@ -359,14 +358,18 @@ def _infer_log_softmax(ctx: OperationContext) -> list[Shape]:
 
 
 def _execute_log_softmax(ctx: OperationContext) -> list[np.ndarray]:
-    x = ctx.value(0).astype(np.float32)
+    x = ctx.value(0)
     if x.size == 0:
         return [_empty_like_input(ctx)]
     axis = _axis(ctx, 2, x.ndim)
     beta = np.float32(ctx.scalar(1))
-    z = (x - x.max(axis=axis, keepdims=True)) * beta
-    out = z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
-    return [_float_out(ctx, out)]
+
+    def log_softmax(lines: np.ndarray) -> np.ndarray:
+        xf = lines.astype(np.float32)
+        z = (xf - xf.max(axis=1, keepdims=True)) * beta
+        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+    return [_float_lines(x, axis, dtype_of(ctx), log_softmax)]
 
 
 LOG_SOFTMAX = OperationDeclaration(
@@ -438,15 +441,19 @@ def _l2_quant(rows: np.ndarray, out: np.ndarray, zero_point: int) -> None:
 
 def _execute_l2(ctx: OperationContext) -> list[np.ndarray]:
     x = ctx.value(0)
+    if x.size == 0:
+        return [_empty_like_input(ctx)]
     axis = _axis(ctx, 1, x.ndim)
     if ctx.input_type(0) in QUANT8:
-        if x.size == 0:
-            return [_empty_like_input(ctx)]
         zero_point = ctx.input_zero_point(0) + (128 if x.dtype == np.int8 else 0)
         return [_quant_rows(ctx, axis, lambda rows, out: _l2_quant(rows, out, zero_point))]
-    xf = x.astype(np.float32)
-    norm = np.sqrt((xf * xf).sum(axis=axis, keepdims=True, dtype=np.float32))
-    return [_float_out(ctx, xf / np.maximum(norm, np.float32(1e-6)))]
+
+    def l2(lines: np.ndarray) -> np.ndarray:
+        xf = lines.astype(np.float32)
+        norm = np.sqrt((xf * xf).sum(axis=1, keepdims=True, dtype=np.float32))
+        return xf / np.maximum(norm, np.float32(1e-6))
+
+    return [_float_lines(x, axis, dtype_of(ctx), l2)]
 
 
 L2_NORMALIZATION = OperationDeclaration(

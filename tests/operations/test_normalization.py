@@ -403,13 +403,16 @@ def test_instance_normalization_properties(shape, seed):
 
 
 def _float_kernels(x, axis, radius):
-    """LOCAL_RESPONSE_NORMALIZATION along ``axis`` and INSTANCE_NORMALIZATION (NHWC and
-    NCHW; ``x`` made 4-D) of float32 and float16 ``x``."""
+    """The float kernels (float32 and float16) along ``axis`` of ``x``, and
+    INSTANCE_NORMALIZATION (NHWC and NCHW) of ``x`` made 4-D."""
     x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
     return [
         f(x.astype(dt), t)
         for t, dt in ((F32, np.float32), (F16, np.float16))
         for f in (
+            lambda v, t: softmax(v, 1.7, axis, t=t),
+            lambda v, t: _log_softmax(v, 0.5, axis, t=t),
+            lambda v, t: l2norm(v, axis, t=t),
             lambda v, t: _lrn(v, radius, 1.0, 0.5, 0.75, axis, t=t),
             lambda v, t: _instance(v.reshape(x4.shape), 1.5, -0.25, 0.01, t=t),
             lambda v, t: _instance(v.reshape(x4.shape), 1.5, -0.25, 0.01, nchw=True, t=t),
@@ -419,9 +422,9 @@ def _float_kernels(x, axis, radius):
 
 @given(float_tensors(), st.integers(0, 6), st.sampled_from([1, 2, 5]))
 def test_float_blocks_of_a_few_elements_give_the_one_block_result(case, radius, block):
-    # LOCAL_RESPONSE_NORMALIZATION and INSTANCE_NORMALIZATION run slabs of whole lines
-    # along the axis laid out as in the whole tensor (numpy's float sums follow the
-    # layout); tiny blocks must give the one-block result bit for bit.
+    # The float kernels run slabs of whole lines along the axis, laid out as in the
+    # whole tensor (numpy's float sums follow the layout); tiny blocks must give the
+    # one-block result bit for bit.
     whole = _float_kernels(*case, radius)
     with mock.patch.object(norm_ops, "_BLOCK_ELEMENTS", block):
         blocked = _float_kernels(*case, radius)
@@ -432,11 +435,13 @@ def test_float_blocks_of_a_few_elements_give_the_one_block_result(case, radius, 
 @pytest.mark.parametrize(
     "kernel",
     [
+        lambda x: softmax(x, 1.0, 0, t=F16),
+        lambda x: _log_softmax(x, 1.0, 1, t=F16),
         lambda x: _lrn(x, 2, 1.0, 0.5, 0.75, t=F16),
         lambda x: _instance(x, 1.5, -0.25, 0.01, t=F16),
         lambda x: _instance(x, 1.5, -0.25, 0.01, nchw=True, t=F16),
     ],
-    ids=["lrn", "instance_nhwc", "instance_nchw"],
+    ids=["softmax_axis0", "log_softmax_axis1", "lrn", "instance_nhwc", "instance_nchw"],
 )
 def test_float_kernels_on_a_huge_input_need_little_more_than_it(kernel):
     # A 4 MB float16 input: whole-tensor float32 temporaries would take 4 bytes an
