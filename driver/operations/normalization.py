@@ -418,6 +418,19 @@ def _infer_l2(ctx: OperationContext) -> list[Shape]:
     return [ctx.shape(0)]
 
 
+def _inv_sqrt_by_sum_of_squares(
+    rows: int, n: int, max_offset: int
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``GetInvSqrtQuantizedMultiplierExp`` for rows' sums of squares, looked up in a table
+    of all the possible sums when there are more rows than sums (short rows: the per-row
+    Newton iterations would cost more than the elementwise work)."""
+    max_sum = n * max_offset * max_offset
+    if rows <= max_sum:
+        return lambda sq: inv_sqrt_quantized_multiplier_exp(sq, -1)
+    mult_by_sum, shift_by_sum = inv_sqrt_quantized_multiplier_exp(np.arange(max_sum + 1), -1)
+    return lambda sq: (mult_by_sum.take(sq), shift_by_sum.take(sq))
+
+
 def _l2_quant(rows: np.ndarray, out: np.ndarray, zero_point: int) -> None:
     """tflite's quantized L2 normalization of each row of quant8 ``rows`` (``zero_point``
     in their unsigned form) into uint8 ``out`` (unsigned result, scale 1/128)."""
@@ -425,11 +438,12 @@ def _l2_quant(rows: np.ndarray, out: np.ndarray, zero_point: int) -> None:
     def offset(block: np.ndarray, s: slice) -> np.ndarray:
         return _columns(block[:, s]).astype(np.int32) - zero_point  # |x - zp| <= 255
 
+    inv_sqrt = _inv_sqrt_by_sum_of_squares(*rows.shape, max(zero_point, 255 - zero_point))
     for block_rows, segments in _integer_row_blocks(*rows.shape):
         block = _unsigned(rows[block_rows])
         sq = sum(np.square(offset(block, s)).sum(axis=0, dtype=np.int64) for s in segments)
         sq = ((sq + 2**31) & 0xFFFFFFFF) - 2**31  # int32 accumulator
-        mult, shift = inv_sqrt_quantized_multiplier_exp(sq, -1)
+        mult, shift = inv_sqrt(sq)
         for s in segments:
             # MultiplyByQuantizedMultiplierSmallerThanOneExp(128 * d, mult, shift), shift <= 0
             d = offset(block, s)

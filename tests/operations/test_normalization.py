@@ -259,6 +259,18 @@ def test_quantized_blocks_of_a_few_elements_give_the_one_block_result(case, bloc
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("zp", [0, 255, 100])
+def test_l2_normalization_short_rows_look_the_inverse_square_root_up_exactly(zp):
+    # More rows than possible sums of squares: the kernel tabulates the inverse square
+    # roots of all the sums instead of running Newton's iterations per row.
+    q = np.random.default_rng(zp).integers(0, 256, (70000, 1))
+    q[:100] = zp  # zero vectors
+    table = l2norm(q, t=Q8, scale=0.1, zp=zp)
+    per_row = norm_ops.inv_sqrt_quantized_multiplier_exp
+    with mock.patch.object(norm_ops, "_inv_sqrt_by_sum_of_squares", lambda *_: per_row):
+        np.testing.assert_array_equal(table, l2norm(q, t=Q8, scale=0.1, zp=zp))
+
+
 @pytest.mark.parametrize("shape", [(1 << 20, 4), (1, 1 << 22)])
 @pytest.mark.parametrize("kernel", [softmax, l2norm])
 def test_quantized_kernels_on_a_huge_input_need_little_more_than_it(kernel, shape):
