@@ -85,6 +85,34 @@ def roi_pooling_case():
     return O.ROI_POOLING, [*inputs[:7], inputs[-1]], [output(F32, (64, 7, 7, 64))]
 
 
+def many_rois_case(n: int = 100_000):
+    """A fuzzer's many small boxes (e.g. TILE of one box), here all distinct."""
+    x = rng.standard_normal((1, 16, 16, 4)).astype(np.float32)
+    corner = rng.uniform(0, 14, (n, 2))
+    boxes = np.concatenate([corner, corner + rng.uniform(0, 2, (n, 2))], axis=1)
+    return (
+        O.ROI_ALIGN,
+        [
+            tensor(F32, x),
+            tensor(F32, boxes.astype(np.float32)),
+            tensor(I32, np.zeros(n, np.int32)),
+            scalar(T.INT32, 2),
+            scalar(T.INT32, 2),
+            scalar(T.FLOAT32, 1.0),
+            scalar(T.FLOAT32, 1.0),
+            scalar(T.INT32, 2),
+            scalar(T.INT32, 2),
+            scalar(T.BOOL, False),
+        ],
+        [output(F32, (n, 2, 2, 4))],
+    )
+
+
+def many_rois_pooling_case():
+    _, inputs, outputs = many_rois_case()
+    return O.ROI_POOLING, [*inputs[:7], inputs[-1]], outputs
+
+
 def heatmap_case():
     hm = rng.standard_normal((100, 56, 56, 17)).astype(np.float32)
     return (
@@ -188,6 +216,8 @@ CASES = [
     ("BOX_WITH_NMS_LIMIT gaussian, 300 x 5", lambda: box_nms_case(2), True),
     ("ROI_ALIGN 64 boxes -> 7x7x64 (32x32 map)", roi_align_case, False),
     ("ROI_POOLING 64 boxes -> 7x7x64 (32x32 map)", roi_pooling_case, False),
+    ("ROI_ALIGN 100K distinct boxes -> 2x2x4 (16x16 map)", many_rois_case, False),
+    ("ROI_POOLING 100K distinct boxes -> 2x2x4 (16x16 map)", many_rois_pooling_case, False),
     ("HEATMAP_MAX_KEYPOINT 100 x 56x56 x 17", heatmap_case, False),
     ("AXIS_ALIGNED_BBOX_TRANSFORM 1000 x 81 classes", bbox_case, False),
     ("DETECTION_POSTPROCESSING regular, SSD 1917x91", lambda: detection_case(True), False),

@@ -29,7 +29,11 @@ The kernels follow Android 11's reference (``RoiAlign.cpp``, ``RoiPooling.cpp``,
 * Bounded resources: ROI_ALIGN and ROI_POOLING compute each box in blocks of about
   2**18 elements (output rows, column and depth spans, runs of sample rows), so their
   temporaries stay a few MB however large the output sizes or sampling ratios; results
-  are those of the one-block computation.
+  are those of the one-block computation. Boxes that fit a block are computed in runs of
+  boxes (one vectorized step per ~2**18 elements), boxes a chunk at a time and runs of
+  identical consecutive boxes once, so 10^5 boxes (a fuzzer's TILE of one) take well
+  under a second; every box gets the one-box computation's bits (NaN signs aside, which
+  numpy's SIMD and scalar loops pick by position).
 * Every rule the ``validate`` hooks check is deferrable (``HalError.deferrable``): Android
   11's validate functions for these operations check operand counts, types and HAL
   versions only; parameter values (sizes, strides, ratios, NMS kernel and thresholds,
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -496,29 +501,31 @@ def _rois_in_feature_map(
     h_scale = rt(F32(1.0) / F32(ctx.scalar(5)))
     w_scale = rt(F32(1.0) / F32(ctx.scalar(6)))
     raw = ctx.value(1)
+    scales = np.array([w_scale, h_scale, w_scale, h_scale], dtype=rt)
     if ctx.input_type(1) == _T.TENSOR_QUANT16_ASYMM:
         # Quant kernels: float(q) * scale * 0.125 (exact power-of-two step).
-        q = raw.astype(F32)
-        scaled = np.stack(
-            [q[:, 0] * w_scale, q[:, 1] * h_scale, q[:, 2] * w_scale, q[:, 3] * h_scale], axis=1
-        ) * F32(BOX_SCALE)
+        scaled = raw.astype(F32) * scales
+        scaled *= F32(BOX_SCALE)
         base = scaled
     else:
-        r = raw.astype(rt)
-        scaled = np.stack(
-            [r[:, 0] * w_scale, r[:, 1] * h_scale, r[:, 2] * w_scale, r[:, 3] * h_scale], axis=1
-        ).astype(rt)
-        base = r
-    ok = (
-        (base >= 0).all(axis=1)
-        & (scaled[:, 0] <= w)
-        & (scaled[:, 2] <= w)
-        & (scaled[:, 1] <= h)
-        & (scaled[:, 3] <= h)
-        & (base[:, 0] <= base[:, 2])
-        & (base[:, 1] <= base[:, 3])
-    )
-    if not ok.all():
+        base = raw.astype(rt)
+        scaled = base * scales
+    # Whole-array checks first (boxes are many, per-box reductions over 4 are slow).
+    if not (
+        (base >= 0).all()
+        and (scaled[:, 0::2] <= w).all()
+        and (scaled[:, 1::2] <= h).all()
+        and (base[:, :2] <= base[:, 2:]).all()
+    ):
+        ok = (
+            (base >= 0).all(axis=1)
+            & (scaled[:, 0] <= w)
+            & (scaled[:, 2] <= w)
+            & (scaled[:, 1] <= h)
+            & (scaled[:, 3] <= h)
+            & (base[:, 0] <= base[:, 2])
+            & (base[:, 1] <= base[:, 3])
+        )
         k = int(np.argmax(~ok))
         raise _op_failed(
             ctx,
@@ -535,9 +542,68 @@ sampling ratios a fuzzer asks for from tiny inputs; realistic boxes (7x7 bins, 2
 samples per axis, depth 256..1024) fit one block."""
 
 
+_BATCH_ELEMENTS = 1 << 18
+"""ROI_ALIGN and ROI_POOLING compute the boxes whose work fits in a block together, runs
+of boxes of about this many elements per vectorized step: a Python loop costs ~300 us a
+box, and a fuzzer's TILE of one box makes 10^5 of them. Larger boxes take the one-box
+path (blocked, the same operations per element); 0 sends every box there."""
+
+
 _SAMPLE_ROW_LIMIT = 1 << 18
 """ROI_ALIGN's smallest block is one sample row of two output columns and two depths; a
 width sampling ratio that makes it larger than this fails (realistic ratios are < 100)."""
+
+
+def _batch_limit() -> int:
+    """Largest work (elements) of a box computed in a run of boxes."""
+    return min(_BATCH_ELEMENTS, _BLOCK_ELEMENTS)
+
+
+def _box_runs(boxes: np.ndarray, cost: np.ndarray) -> Iterator[np.ndarray]:
+    """Consecutive runs of ``boxes`` (indexes) whose ``cost`` (indexed by box) sums to at
+    most :data:`_BATCH_ELEMENTS`, or single boxes."""
+    total = np.cumsum(cost[boxes])
+    start = 0
+    while start < boxes.size:
+        before = total[start - 1] if start else 0
+        end = int(np.searchsorted(total, before + _BATCH_ELEMENTS, side="right"))
+        end = max(end, start + 1)
+        yield boxes[start:end]
+        start = end
+
+
+_BOXES_PER_STEP = 1 << 16
+"""ROI_ALIGN and ROI_POOLING take boxes this many at a time (fewer when their outputs are
+large), so that per-box geometry and plans stay a few MB however many boxes there are."""
+
+
+def _each_box_chunk(
+    boxes: np.ndarray,
+    ids: np.ndarray,
+    out: np.ndarray,
+    compute: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """``out`` (one row per box) filled with ``compute(boxes, ids)``, a chunk of boxes at
+    a time; each run of identical consecutive boxes (the same coordinates, bit for bit,
+    and map) is computed once: a fuzzer's TILE of one box makes 10^5 of them."""
+    per_box = max(1, math.prod(out.shape[1:]))
+    step = max(1, min(_BOXES_PER_STEP, _BOXES_PER_STEP * 16 // per_box))
+    # Each box's 4 coordinates as one or two 64-bit words (float16, float32).
+    words = np.ascontiguousarray(boxes).view(np.uint64)
+    for s in range(0, len(ids), step):
+        e = min(s + step, len(ids))
+        starts = np.empty(e - s, dtype=bool)
+        starts[0] = True
+        np.not_equal(ids[s + 1 : e], ids[s : e - 1], out=starts[1:])
+        for k in range(words.shape[1]):
+            starts[1:] |= words[s + 1 : e, k] != words[s : e - 1, k]
+        if starts.all():
+            out[s:e] = compute(boxes[s:e], ids[s:e])
+        else:
+            first = np.flatnonzero(starts) + s
+            runs = np.diff(first, append=e)
+            out[s:e] = np.repeat(compute(boxes[first], ids[first]), runs, axis=0)
+    return out
 
 
 def _pair_spans(n: int, size: int) -> list[tuple[int, int]]:
@@ -566,15 +632,62 @@ def _arange(start: int, stop: int, rt: type) -> np.ndarray:
     return np.where(j >= _F16_OVERFLOW, F32(np.inf), f).astype(np.float16)
 
 
+class _AlignBoxes(NamedTuple):
+    """Every box's ``roiAlignNhwc`` geometry: corner, bin size (step) and sample spacing
+    (bin) in T_Roi, and the sampling points per bin along each axis."""
+
+    w0: np.ndarray
+    h0: np.ndarray
+    step_w: np.ndarray
+    step_h: np.ndarray
+    bin_w: np.ndarray
+    bin_h: np.ndarray
+    samples_w: np.ndarray
+    samples_h: np.ndarray
+
+    def take(self, index) -> _AlignBoxes:
+        return _AlignBoxes(*(a[index] for a in self))
+
+
+def _align_boxes(
+    boxes: np.ndarray, out_h: int, out_w: int, ratio_h: int, ratio_w: int, rt: type
+) -> _AlignBoxes:
+    """:class:`_AlignBoxes` of boxes (x1, y1, x2, y2 in ``rt``), elementwise in ``rt`` as
+    the C++'s scalars; a sampling ratio of 0 is adaptive (ceil(step) samples per bin)."""
+    w0, h0, w1, h1 = (boxes[:, k] for k in range(4))
+    one = F32(1.0)
+    roi_w = np.maximum((w1 - w0).astype(F32), one).astype(rt)
+    roi_h = np.maximum((h1 - h0).astype(F32), one).astype(rt)
+    with np.errstate(over="ignore"):  # a float16 output size over 65504 is inf: steps of 0
+        step_w = (roi_w / rt(out_w)).astype(rt)
+        step_h = (roi_h / rt(out_h)).astype(rt)
+
+    def samples(ratio: int, step: np.ndarray) -> np.ndarray:
+        if ratio > 0:
+            return np.full(step.shape, ratio, np.int64)
+        return np.ceil(step.astype(F32)).astype(np.int64)
+
+    rw, rh = samples(ratio_w, step_w), samples(ratio_h, step_h)
+    # A float16 ratio over 65504 is inf: bins of 0. No samples: 0 / 0, never used.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        bin_w = (step_w / rw.astype(rt)).astype(rt)
+        bin_h = (step_h / rh.astype(rt)).astype(rt)
+    return _AlignBoxes(w0, h0, step_w, step_h, bin_w, bin_h, rw, rh)
+
+
 def _sample_axis(step, bin_, start, outs: range, samples: range, size: int, rt: type):
-    """Bilinear sample indexes and weights along one axis for output positions ``outs``
-    and sample indexes ``samples`` within each bin (``roiAlignNhwc``'s expressions in
-    ``rt``; elementwise, so any sub-range gives the values of the whole)."""
+    """Bilinear sample indexes and weights along one axis, shape (boxes, len(outs) *
+    len(samples)), for boxes with ``step``, ``bin_`` and ``start`` (arrays in ``rt``) at
+    output positions ``outs`` and sample indexes ``samples`` within each bin
+    (``roiAlignNhwc``'s expressions in ``rt``; elementwise, so any sub-range or subset of
+    the boxes gives the values of the whole)."""
+    step, bin_, start = (np.asarray(v)[:, None] for v in (step, bin_, start))
     starts = (step * _arange(outs.start, outs.stop, rt) + start).astype(rt)
     ks = _arange(samples.start, samples.stop, rt)
     with np.errstate(invalid="ignore"):  # 0 * inf (float16, see below) is NaN, as in C++
-        pos = (starts[:, None] + rt(bin_ / rt(2))) + bin_ * ks[None, :]
-    pos = pos.astype(rt).reshape(-1)
+        half = (bin_ / rt(2)).astype(rt)[:, :, None]
+        pos = (starts[:, :, None] + half) + bin_[:, :, None] * ks
+    pos = pos.astype(rt).reshape(len(starts), -1)
     # uint32_t x1 = std::floor(x): a sample index beyond float16 (a sampling ratio
     # over 65504) makes x inf or NaN, and ARM's conversion saturates (NaN gives 0).
     lo = np.floor(np.clip(np.nan_to_num(pos.astype(F32), nan=0.0), 0, size)).astype(np.int64)
@@ -586,43 +699,104 @@ def _sample_axis(step, bin_, start, outs: range, samples: range, size: int, rt: 
     return lo, hi, frac, (rt(F32(1.0)) - frac).astype(rt)
 
 
-def _bilinear_terms(img, ys, xs, rt: type, zero_point: int | None) -> np.ndarray:
-    """Sum of the four weighted corners at every (y sample, x sample), shape
-    (len(y), len(x), depth): float32, or int64 with the 1/255-step weights for quant.
-    Corners are gathered one at a time (one block-sized gather alive at once)."""
+class _Maps(NamedTuple):
+    """Feature maps as rows of depth values, (batches * height * width, depth), gathered
+    with ``np.take`` (numpy's fancy indexing with three index arrays is several times
+    slower)."""
+
+    flat: np.ndarray
+    height: int
+    width: int
+
+    @staticmethod
+    def of(x: np.ndarray) -> _Maps:
+        """``x`` (batches, height, width, depth); a copy only if not contiguous (NCHW)."""
+        return _Maps(x.reshape(-1, x.shape[3]), x.shape[1], x.shape[2])
+
+    def rows(self, ids: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """Flat indexes of column 0 of rows ``ys`` (boxes, n) of maps ``ids`` (boxes,)."""
+        return (ids[:, None] * self.height + ys) * self.width
+
+    def take(self, index: np.ndarray) -> np.ndarray:
+        return np.take(self.flat, index, axis=0)
+
+    def depths(self, d0: int, d1: int) -> _Maps:
+        return self._replace(flat=self.flat[:, d0:d1])
+
+
+def _bilinear_terms(maps: _Maps, ids, ys, xs, rt: type, zero_point: int | None) -> np.ndarray:
+    """Sum of the four weighted corners at every box's (y sample, x sample), shape
+    (boxes, len(y), len(x), depth) from maps ``ids``: float32, or integers with the
+    1/255-step weights for quant. Corners are gathered one at a time (one block-sized
+    gather alive at once)."""
     y1, y2, dy1, dy2 = ys
     x1, x2, dx1, dx2 = xs
-    parts = ((dy2, dx2, y1, x1), (dy2, dx1, y1, x2), (dy1, dx2, y2, x1), (dy1, dx1, y2, x2))
-    if zero_point is None:
-        return sum(
-            np.outer(wy, wx).astype(rt).astype(F32)[..., None]
-            * img[yy[:, None], xx[None, :]].astype(F32)
-            for wy, wx, yy, xx in parts
-        )
-    return sum(
-        round_half_away(np.outer(wy, wx).astype(rt).astype(F32) / _ROI_WEIGHT_SCALE).astype(
-            np.int64
-        )[..., None]
-        * (img[yy[:, None], xx[None, :]].astype(np.int64) - zero_point)
-        for wy, wx, yy, xx in parts
+    rows1, rows2 = maps.rows(ids, y1), maps.rows(ids, y2)
+    parts = (
+        (dy2, dx2, rows1, x1),
+        (dy2, dx1, rows1, x2),
+        (dy1, dx2, rows2, x1),
+        (dy1, dx1, rows2, x2),
     )
+    total = 0  # Python's sum(): 0 + the first term turns -0.0 into 0.0, as before
+    for wy, wx, rows, cols in parts:
+        # np.outer per box in rt: a float16 product is exact in float32, then rounded.
+        weight = (wy.astype(F32)[:, :, None] * wx.astype(F32)[:, None, :]).astype(rt, copy=False)
+        weight = weight.astype(F32, copy=False)
+        corner = maps.take(rows[:, :, None] + cols[:, None, :])
+        if zero_point is None:
+            term = weight[..., None] * corner.astype(F32, copy=False)
+        else:
+            # |sum of the 4 terms| <= 4 * 255 * 255: int32 is exact, sums are in int64.
+            weight = round_half_away(weight / _ROI_WEIGHT_SCALE).astype(np.int32)
+            term = weight[..., None] * (corner.astype(np.int32) - np.int32(zero_point))
+        if isinstance(total, int):
+            total = total + term
+        else:
+            total += term
+    return total
+
+
+def _sample_sums(acc: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
+    """Sums over the sampling points (float32 in numpy's order, integers in int64)."""
+    return acc.sum(axis=axis, dtype=np.int64 if acc.dtype.kind == "i" else None)
+
+
+def _align_samples(
+    maps: _Maps,
+    ids,
+    boxes: _AlignBoxes,
+    rows: range,
+    row_samples: range,
+    cols: range,
+    rt,
+    zero_point,
+) -> np.ndarray:
+    """Bilinear samples of boxes with the same samples per bin, at output ``rows`` (their
+    sample rows ``row_samples``) and ``cols`` (all their samples) and every depth of
+    ``maps``: shape (boxes, rows, row samples, cols, column samples, depth)."""
+    rw = int(boxes.samples_w[0])
+    xs = _sample_axis(boxes.step_w, boxes.bin_w, boxes.w0, cols, range(rw), maps.width, rt)
+    ys = _sample_axis(boxes.step_h, boxes.bin_h, boxes.h0, rows, row_samples, maps.height, rt)
+    terms = _bilinear_terms(maps, ids, ys, xs, rt, zero_point)
+    return terms.reshape(len(ids), len(rows), len(row_samples), len(cols), rw, -1)
 
 
 def _roi_align_one(
     ctx: OperationContext,
-    img: np.ndarray,
-    box: np.ndarray,
+    maps: _Maps,
+    image: int,
+    box: _AlignBoxes,
     out_h: int,
     out_w: int,
-    ratio_h: int,
-    ratio_w: int,
     rt: type,
     zero_point: int | None,
 ) -> tuple[int, Iterator[tuple[tuple[slice, slice, slice], np.ndarray]]]:
-    """One box of ``roiAlignNhwc`` (``zero_point`` None) or ``roiAlignQuantNhwc``: the
-    number of sampling points per bin, and blocks ``((rows, columns, depths), total)`` of
-    the sums over the sampling points of the bilinear samples (float32, or int64 for
-    quant) that together cover (out_h, out_w, depth).
+    """One box (``box`` holds one, on map ``image``) of ``roiAlignNhwc`` (``zero_point``
+    None) or ``roiAlignQuantNhwc``: the number of sampling points per bin, and blocks
+    ``((rows, columns, depths), total)`` of the sums over the sampling points of the
+    bilinear samples (float32, or int64 for quant) that together cover (out_h, out_w,
+    depth).
 
     Blocks hold about :data:`_BLOCK_ELEMENTS` samples x depth: whole boxes when they fit,
     else runs of output rows, then spans of at least two columns or depths, then runs of
@@ -632,25 +806,14 @@ def _roi_align_one(
     which the spans keep), so results do not depend on the block size; the exception is
     a float sum over more than a block of samples of a depth-1, width-1 output, which
     numpy would sum pairwise and the runs sum in a different (still float32) order."""
-    in_h, in_w, depth = img.shape
-    w0, h0, w1, h1 = (rt(v) for v in box)
-    one = F32(1.0)
-    roi_w = rt(max(F32(w1 - w0), one))
-    roi_h = rt(max(F32(h1 - h0), one))
-    with np.errstate(over="ignore"):  # a float16 output size over 65504 is inf: steps of 0
-        step_w = rt(roi_w / rt(out_w))
-        step_h = rt(roi_h / rt(out_h))
-    rw = ratio_w if ratio_w > 0 else math.ceil(F32(step_w))
-    rh = ratio_h if ratio_h > 0 else math.ceil(F32(step_h))
+    depth = maps.flat.shape[1]
+    rh, rw = int(box.samples_h[0]), int(box.samples_w[0])
     if rh == 0 or rw == 0:
         # float16: an output size over 65504 is inf, so the adaptive step is 0 and so is
         # its number of samples. The sums are empty; the C++ divides them by 0.
         empty = np.zeros((out_h, out_w, depth), F32 if zero_point is None else np.int64)
         return 0, iter([((slice(None), slice(None), slice(None)), empty)])
     _check_work(ctx, 4 * out_h * rh * out_w * rw * depth)
-    with np.errstate(over="ignore"):  # a float16 ratio over 65504 is inf: bins of 0
-        bin_w = rt(step_w / rt(rw))
-        bin_h = rt(step_h / rt(rh))
     # The smallest block: one sample row of (up to) two output columns and two depths.
     pair_w, pair_d = min(out_w, 2), min(depth, 2)
     if rw * pair_w * pair_d > _SAMPLE_ROW_LIMIT:
@@ -665,29 +828,36 @@ def _roi_align_one(
     bw = out_w if out_w * rh * row <= limit else max(pair_w, limit // (rh * row))
     kc = rh if bw * rh * row <= limit else max(1, limit // (bw * row))
     bh = max(1, limit // (bw * rh * row)) if kc == rh else 1
+    ids = np.array([image])
 
     def blocks() -> Iterator[tuple[tuple[slice, slice, slice], np.ndarray]]:
         for j0, j1 in _pair_spans(out_w, bw):
-            xs = _sample_axis(step_w, bin_w, w0, range(j0, j1), range(rw), in_w, rt)
             for i0 in range(0, out_h, bh):
                 i1 = min(i0 + bh, out_h)
                 for d0, d1 in _pair_spans(depth, bd):
-                    part = img[:, :, d0:d1]
+                    part = maps.depths(d0, d1)
                     total = None
                     for k0 in range(0, rh, kc):
                         k1 = min(k0 + kc, rh)
-                        ys = _sample_axis(step_h, bin_h, h0, range(i0, i1), range(k0, k1), in_h, rt)
-                        acc = _bilinear_terms(part, ys, xs, rt, zero_point)
-                        acc = acc.reshape(i1 - i0, k1 - k0, j1 - j0, rw, d1 - d0)
+                        acc = _align_samples(
+                            part,
+                            ids,
+                            box,
+                            range(i0, i1),
+                            range(k0, k1),
+                            range(j0, j1),
+                            rt,
+                            zero_point,
+                        )[0]
                         if total is not None:
                             # Carry on the running sums: they come first in an extra
                             # sample row padded with -0.0 (x + -0.0 is x, even for -0.0).
-                            carry = np.zeros((i1 - i0, 1, j1 - j0, rw, d1 - d0), acc.dtype)
-                            if acc.dtype == F32:
+                            carry = np.zeros((i1 - i0, 1, j1 - j0, rw, d1 - d0), total.dtype)
+                            if total.dtype == F32:
                                 carry.fill(-0.0)
                             carry[:, 0, :, 0] = total
                             acc = np.concatenate([carry, acc], axis=1)
-                        total = acc.sum(axis=(1, 3))
+                        total = _sample_sums(acc, (1, 3))
                     yield (slice(i0, i1), slice(j0, j1), slice(d0, d1)), total
 
     return rh * rw, blocks()
@@ -701,32 +871,52 @@ def _execute_roi_align(ctx: OperationContext) -> list[np.ndarray]:
     ids = ctx.value(2).astype(np.int64)
     _check_batch_ids(ctx, ids, n, "input 2 (batch index)")
     rt = _roi_dtype(ctx)
-    boxes, _, _ = _rois_in_feature_map(ctx, rt, h, w)
+    scaled, _, _ = _rois_in_feature_map(ctx, rt, h, w)
+    maps = _Maps.of(x)
     quant = ctx.input_type(0) in _Q8
     out_dtype = dtype_of(ctx)
-    out = np.zeros((boxes.shape[0], out_h, out_w, c), dtype=out_dtype)
-    ratio_h, ratio_w = ctx.scalar(7), ctx.scalar(8)
     zi = ctx.input_zero_point(0) if quant else None
-    if quant:
-        zo = ctx.output_zero_point(0)
-        lo, hi = quant_range(ctx.output_type(0))
-    for r in range(boxes.shape[0]):  # boxes: a batch-like axis
-        points, blocks = _roi_align_one(
-            ctx, x[ids[r]], boxes[r], out_h, out_w, ratio_h, ratio_w, rt, zi
-        )
-        if quant:
-            real = F32(F32(ctx.input_scale(0)) * _ROI_WEIGHT_SCALE) / F32(ctx.output_scale(0))
-            with np.errstate(divide="ignore"):  # no sampling points: inf, the C++'s too
-                real = F32(real / F32(points))
-            mult, shift = quantize_multiplier(float(real))
-        for (rows, cols, depths), total in blocks:
-            if quant:
-                raw = multiply_by_quantized_multiplier(total, mult, shift) + zo
-                out[r, rows, cols, depths] = np.clip(raw, lo, hi).astype(out_dtype)
-            else:
-                with np.errstate(invalid="ignore"):  # 0 / 0 without sampling points: NaN
-                    out[r, rows, cols, depths] = (total / F32(points)).astype(out_dtype)
-    return [_from_nhwc(out, nchw)]
+
+    def averages(total: np.ndarray, points: int) -> np.ndarray:
+        """Sums over ``points`` sampling points -> output values."""
+        if not quant:
+            with np.errstate(invalid="ignore"):  # 0 / 0 without sampling points: NaN
+                return (total / F32(points)).astype(out_dtype)
+        real = F32(F32(ctx.input_scale(0)) * _ROI_WEIGHT_SCALE) / F32(ctx.output_scale(0))
+        with np.errstate(divide="ignore"):  # no sampling points: inf, the C++'s too
+            real = F32(real / F32(points))
+        mult, shift = quantize_multiplier(float(real))
+        raw = multiply_by_quantized_multiplier(total, mult, shift) + ctx.output_zero_point(0)
+        return np.clip(raw, *quant_range(ctx.output_type(0))).astype(out_dtype)
+
+    def align(scaled: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        boxes = _align_boxes(scaled, out_h, out_w, ctx.scalar(7), ctx.scalar(8), rt)
+        out = np.empty((len(ids), out_h, out_w, c), dtype=out_dtype)
+        # Boxes whose samples fit a block run together, grouped by their samples per
+        # bin (the shapes of their sums); the others (and failing ones) one at a time.
+        points = boxes.samples_h * boxes.samples_w
+        work = points.astype(np.float64) * (out_h * out_w * c)
+        batched = (points > 0) & (work <= _batch_limit())
+        for r in np.flatnonzero(~batched).tolist():
+            box = boxes.take([r])
+            count, blocks = _roi_align_one(ctx, maps, ids[r], box, out_h, out_w, rt, zi)
+            for (rows, cols, depths), total in blocks:
+                out[r, rows, cols, depths] = averages(total, count)
+        group_of = boxes.samples_h * (boxes.samples_w.max(initial=0) + 1) + boxes.samples_w
+        order = np.flatnonzero(batched)
+        order = order[np.argsort(group_of[order], kind="stable")]
+        for group in np.split(order, np.flatnonzero(np.diff(group_of[order])) + 1):
+            for run in _box_runs(group, work):
+                run_boxes = boxes.take(run)
+                rh = int(run_boxes.samples_h[0])
+                acc = _align_samples(
+                    maps, ids[run], run_boxes, range(out_h), range(rh), range(out_w), rt, zi
+                )
+                out[run] = averages(_sample_sums(acc, (2, 4)), int(points[run[0]]))
+        return out
+
+    out = np.empty((len(ids), out_h, out_w, c), dtype=out_dtype)
+    return [_from_nhwc(_each_box_chunk(scaled, ids, out, align), nchw)]
 
 
 def _roi_align_signatures() -> tuple[Signature, ...]:
@@ -790,13 +980,18 @@ def _validate_roi_pooling(ctx: OperationContext) -> None:
     _validate_roi_common(ctx, 5, 6)
 
 
-def _pool_bins(step, start: int, bins: range, size: int, rt: type) -> tuple[np.ndarray, np.ndarray]:
+def _pool_edges(step, start, j: np.ndarray, rt: type) -> np.ndarray:
+    """Bin edges ``step * j + start`` of ROI_POOLING (in ``rt``, as float32)."""
+    return (step * j + np.asarray(start).astype(rt)).astype(rt).astype(F32)
+
+
+def _pool_bins(step, start, bins: range, size: int, rt: type) -> tuple[np.ndarray, np.ndarray]:
     """[floor(step*j + start), ceil(step*(j+1) + start)) for each bin j of ``bins``,
-    clamped to ``size`` (elementwise: any sub-range gives the values of the whole)."""
-    j = _arange(bins.start, bins.stop + 1, rt)
-    edges = (step * j + rt(start)).astype(rt).astype(F32)
-    lo = np.minimum(np.floor(edges[:-1]).astype(np.int64), size)
-    hi = np.minimum(np.ceil(edges[1:]).astype(np.int64), size)
+    clamped to ``size``; ``step`` (in ``rt``) and ``start`` (integers) are scalars or
+    columns (boxes, 1) (elementwise: any sub-range gives the values of the whole)."""
+    edges = _pool_edges(step, start, _arange(bins.start, bins.stop + 1, rt), rt)
+    lo = np.minimum(np.floor(edges[..., :-1]).astype(np.int64), size)
+    hi = np.minimum(np.ceil(edges[..., 1:]).astype(np.int64), size)
     return lo, hi
 
 
@@ -853,24 +1048,134 @@ def _execute_roi_pooling(ctx: OperationContext) -> list[np.ndarray]:
     rt = _roi_dtype(ctx)
     boxes, _, _ = _rois_in_feature_map(ctx, rt, h, w)
     empty_value = ctx.input_zero_point(0) if ctx.input_type(0) in _Q8 else 0
-    out = np.empty((boxes.shape[0], out_h, out_w, c), dtype=x.dtype)
     # Tiles of about _BLOCK_ELEMENTS output elements: the bin edges and the pooled
     # intermediates are per tile (a tiny box can have hundreds of millions of bins).
     bw = out_w if out_w * c <= _BLOCK_ELEMENTS else max(1, _BLOCK_ELEMENTS // c)
     bh = max(1, _BLOCK_ELEMENTS // (bw * c))
-    for r in range(boxes.shape[0]):  # boxes: a batch-like axis
-        w0, h0, w1, h1 = (int(round_half_away(F32(v))) for v in boxes[r])
-        step_w = rt(rt(max(w1 - w0 + 1, 1)) / rt(out_w))
-        step_h = rt(rt(max(h1 - h0 + 1, 1)) / rt(out_h))
-        for j0 in range(0, out_w, bw):
-            cols = range(j0, min(j0 + bw, out_w))
-            ws, we = _pool_bins(step_w, w0, cols, w, rt)
-            for i0 in range(0, out_h, bh):
-                rows = range(i0, min(i0 + bh, out_h))
-                hs, he = _pool_bins(step_h, h0, rows, h, rt)
-                tile = out[r, i0 : rows.stop, j0 : cols.stop]
-                tile[...] = _pool_tile(x[ids[r]], hs, he, ws, we, empty_value)
-    return [_from_nhwc(out, nchw)]
+    maps = _Maps.of(x)
+
+    def pool(boxes: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        out = np.empty((len(ids), out_h, out_w, c), dtype=x.dtype)
+        w0, h0, w1, h1 = round_half_away(boxes.astype(F32)).astype(np.int64).T
+        with np.errstate(over="ignore"):  # a float16 output size over 65504 is inf
+            step_w = (np.maximum(w1 - w0 + 1, 1).astype(rt) / rt(out_w)).astype(rt)
+            step_h = (np.maximum(h1 - h0 + 1, 1).astype(rt) / rt(out_h)).astype(rt)
+        plan, work = _pool_plan((step_h, h0, out_h, h), (step_w, w0, out_w, w), c, rt)
+        for r in np.flatnonzero(plan == _ONE_BOX).tolist():
+            for j0 in range(0, out_w, bw):
+                cols = range(j0, min(j0 + bw, out_w))
+                ws, we = _pool_bins(step_w[r], w0[r], cols, w, rt)
+                for i0 in range(0, out_h, bh):
+                    rows = range(i0, min(i0 + bh, out_h))
+                    hs, he = _pool_bins(step_h[r], h0[r], rows, h, rt)
+                    tile = out[r, i0 : rows.stop, j0 : cols.stop]
+                    tile[...] = _pool_tile(x[ids[r]], hs, he, ws, we, empty_value)
+        for run in _box_runs(np.flatnonzero(plan != _ONE_BOX), work):
+            rows = _pool_bins(step_h[run, None], h0[run, None], range(out_h), h, rt)
+            cols = _pool_bins(step_w[run, None], w0[run, None], range(out_w), w, rt)
+            by_columns = plan[run] == _COLUMNS_FIRST
+            out[run] = _pool_run(maps, ids[run], rows, cols, by_columns, empty_value)
+        return out
+
+    out = np.empty((len(ids), out_h, out_w, c), dtype=x.dtype)
+    return [_from_nhwc(_each_box_chunk(boxes, ids, out, pool), nchw)]
+
+
+_ONE_BOX, _ROWS_FIRST, _COLUMNS_FIRST = -1, 0, 1  # _pool_plan's choices
+
+_POOL_RUN_WORK = 1 << 15
+"""ROI_POOLING computes the boxes whose window gathers (:func:`_pool_run`: two windows
+per bin and axis, which overlap) are at most this many elements in runs of boxes; larger
+boxes are faster one at a time, with range_max's sparse tables over their crops."""
+
+
+def _pool_plan(rows: tuple, cols: tuple, depth: int, rt: type) -> tuple[np.ndarray, np.ndarray]:
+    """How ROI_POOLING computes each box, and the box's work (elements) in a run: in runs
+    of boxes reducing along columns or rows first (the axis :func:`_pool_tile` would
+    pick), or one at a time (``_ONE_BOX``): boxes with more than one tile, non-finite
+    bin edges (float16) or more work than a block. ``rows`` and ``cols`` are (steps,
+    starts, bins, map size) along each axis. Bin edges grow with the bin index, so the
+    first and the last give the crop."""
+    crops, bins = [], []
+    finite = True
+    for step, start, count, size in (rows, cols):
+        ends = np.concatenate([_arange(0, 1, rt), _arange(count, count + 1, rt)])
+        edges = _pool_edges(step[:, None], start[:, None], ends, rt)
+        ok = np.isfinite(edges).all(axis=1)
+        edges = np.where(ok[:, None], edges, 0)
+        first = np.minimum(np.floor(edges[:, 0]).astype(np.int64), size)
+        last = np.minimum(np.ceil(edges[:, 1]).astype(np.int64), size)
+        finite &= ok
+        crops.append(last - first)
+        bins.append(count)
+    (crop_h, crop_w), (out_h, out_w) = crops, bins
+    # _pool_run's gathers: two windows per bin and axis, none longer than its bin (or 1
+    # for an empty bin); consecutive bins share at most one element.
+    work = 4.0 * (crop_h + 2 * out_h) * (crop_w + 2 * out_w) * depth
+    small = work <= min(_batch_limit(), _POOL_RUN_WORK)
+    runs = finite & small & (out_h * out_w * depth <= _BLOCK_ELEMENTS)
+    first = np.where(crop_h * out_w <= out_h * crop_w, _COLUMNS_FIRST, _ROWS_FIRST)
+    return np.where(runs, first, _ONE_BOX), work
+
+
+def _pool_run(
+    maps: _Maps, ids, rows: tuple, cols: tuple, by_columns: np.ndarray, empty_value
+) -> np.ndarray:
+    """:func:`_pool_tile` for a run of boxes on maps ``ids``: ``rows`` and ``cols`` are
+    each box's (lo, hi) bins, shape (boxes, bins), and ``by_columns`` whether it reduces
+    along columns first. Result (boxes, row bins, column bins, depth).
+
+    Every bin's max is range_max's, bit for bit (NaNs and signed zeros included): along
+    one axis, the max of the two power-of-two windows covering the bin, each reduced as
+    the sparse table is built (max of adjacent pairs, then of pairs of those...); along
+    two, that of the first axis at each row (column) of the second axis's windows, then
+    along the second. Bins are gathered in groups of equal window sizes and order."""
+    (r_lo, r_hi), (c_lo, c_hi) = rows, cols
+    boxes, n_rows, n_cols = len(ids), r_lo.shape[1], c_lo.shape[1]
+    empty_rows, empty_cols = r_hi <= r_lo, c_hi <= c_lo
+    # Empty bins read element 0 (masked below).
+    r_lo, r_hi = np.where(empty_rows, 0, r_lo), np.where(empty_rows, 1, r_hi)
+    c_lo, c_hi = np.where(empty_cols, 0, c_lo), np.where(empty_cols, 1, c_hi)
+    r_level = np.frexp((r_hi - r_lo).astype(np.float64))[1] - 1  # floor(log2(length))
+    c_level = np.frexp((c_hi - c_lo).astype(np.float64))[1] - 1
+    # Per bin (box, row bin, column bin), flat: the windows' first rows (flat indexes in
+    # the maps) and columns, (bins, 2) each, and the group (window sizes and order).
+    row_starts = maps.rows(ids, np.stack([r_lo, r_hi - (1 << r_level)], axis=2).reshape(boxes, -1))
+    row_starts = row_starts.reshape(boxes, n_rows, 1, 2)
+    col_starts = np.stack([c_lo, c_hi - (1 << c_level)], axis=2).reshape(boxes, 1, n_cols, 2)
+    shape = (boxes, n_rows, n_cols, 2)
+    row_starts = np.broadcast_to(row_starts, shape).reshape(-1, 2)
+    col_starts = np.broadcast_to(col_starts, shape).reshape(-1, 2)
+    # With one-element windows along either axis both orders give the same max.
+    group = r_level[:, :, None] * 64 + c_level[:, None, :]
+    group = (group * 2 + (by_columns[:, None, None] & (group % 64 > 0) & (group >= 64))).ravel()
+    pooled = np.empty((group.size, maps.flat.shape[1]), maps.flat.dtype)
+    keys = np.unique(group).tolist()
+    for key in keys:
+        sel = slice(None) if len(keys) == 1 else np.flatnonzero(group == key)
+        r_width, c_width = 1 << (key >> 7), 1 << ((key >> 1) & 63)
+        offsets = np.arange(r_width)[:, None, None] * maps.width + np.arange(c_width)
+        starts = row_starts[sel][:, :, None, None, None] + col_starts[sel][:, None, None, :, None]
+        v = maps.take(starts + offsets)  # (bins, row window, row, column window, column, depth)
+        if key & 1:
+            pooled[sel] = _windows_max(_windows_max(v, 4), 2)
+        else:
+            pooled[sel] = _windows_max(_windows_max(v, 2), 2)
+    pooled = pooled.reshape(boxes, n_rows, n_cols, -1)
+    pooled[empty_rows] = empty_value
+    pooled.swapaxes(1, 2)[empty_cols] = empty_value
+    return pooled
+
+
+def _windows_max(v: np.ndarray, axis: int) -> np.ndarray:
+    """range_max of ranges whose two windows are along ``axis - 1`` (left, right) and
+    their elements along ``axis`` (a power of two long): each window's max as a sparse
+    table builds it, then the max of the two. Both axes are removed."""
+    lead = (slice(None),) * axis
+    while v.shape[axis] > 1:
+        v = np.maximum(v[(*lead, slice(0, None, 2))], v[(*lead, slice(1, None, 2))])
+    v = v[(*lead, 0)]
+    return np.maximum(v[(*lead[1:], 0)], v[(*lead[1:], 1)])
 
 
 def _pool_tile(img, hs, he, ws, we, empty_value) -> np.ndarray:

@@ -627,6 +627,102 @@ def test_roi_huge_outputs_and_ratios_keep_temporaries_small():
         assert peak < 2 * out.nbytes + (24 << 20), (k, peak >> 20, out.nbytes >> 20)
 
 
+def _many_rois(rng, t, nchw, count=90):
+    """A feature map (magnitudes from 1e-3 to 1e3, signed zeros) and ``count`` boxes for
+    type ``t``: random ones, whole-map ones, ones on the map's far edges, zero-size ones
+    and runs of identical boxes, some of them on another map; returns (x, rois, ids,
+    align kwargs, pool kwargs)."""
+    n, h, w, depth = 2, 7, 9, 3
+    x = rng.standard_normal((n, h, w, depth)) * 10.0 ** rng.integers(-3, 4, (n, h, w, depth))
+    zeros = rng.random(x.shape)
+    x[zeros < 0.2] = 0.0
+    x[zeros < 0.1] = -0.0  # a max over both zeros depends on its order
+    rois = random_rois(rng, count, h, w, stride=2.0)
+    kind = rng.integers(0, 5, count)
+    rois[kind == 0] = [0, 0, 2 * w, 2 * h]
+    rois[kind == 1, 2:] = [2 * w, 2 * h]
+    rois[kind == 2, 2:] = rois[kind == 2, :2]
+    ids = rng.integers(0, n, count)
+    runs = rng.integers(1, 6, count)
+    rois, ids = np.repeat(rois, runs, axis=0)[:count], np.repeat(ids, runs)[:count]
+    ids[rng.random(count) < 0.1] ^= 1
+    if t in (Q8, Q8S):
+        q = rng.integers(0, 256, x.shape)
+        x = (q - (128 if t == Q8S else 0)).astype(np.int8 if t == Q8S else np.uint8)
+        rois = np.floor(rois * 8).astype(np.uint16)
+        akw = dict(type=t, in_scale=0.1, out_scale=0.03, in_zp=3, out_zp=5)
+        pkw = dict(type=t, scale=0.1, zp=3)
+    else:
+        x = x.astype(np.float32 if t == F32 else np.float16)
+        rois = rois.astype(np.float32 if t == F32 else np.float16)
+        akw = pkw = dict(type=t)
+    if nchw:
+        x = np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
+    return x, rois, ids.astype(np.int32), akw, pkw
+
+
+@pytest.mark.parametrize("t", [F32, F16, Q8, Q8S], ids=lambda t: t.name)
+@pytest.mark.parametrize("nchw", [False, True])
+def test_roi_box_runs_give_the_one_box_results(monkeypatch, t, nchw):
+    # Boxes that fit a block are computed in runs of boxes (ROI_ALIGN grouped by samples
+    # per bin, so ratio 0 makes several groups; ROI_POOLING by window sizes and order),
+    # boxes a chunk at a time, identical consecutive boxes once. Every box must get the
+    # bits of the one-box path: runs off and chunks of one box, as the kernels were.
+    import driver.operations.detection as detection
+
+    x, rois, ids, akw, pkw = _many_rois(np.random.default_rng(len(t.name) + nchw), t, nchw)
+
+    def run():
+        aligned = [
+            roi_align(x, rois, ids, out_hw, strides=(2.0, 2.0), ratios=ratios, nchw=nchw, **akw)
+            for out_hw, ratios in (((2, 3), (0, 0)), ((3, 1), (2, 0)), ((1, 2), (1, 3)))
+        ]
+        pooled = [
+            roi_pool(x, rois, ids, out_hw, strides=(2.0, 2.0), nchw=nchw, **pkw)
+            for out_hw in ((2, 3), (4, 1), (1, 1))
+        ]
+        return aligned + pooled
+
+    monkeypatch.setattr(detection, "_BATCH_ELEMENTS", 0)
+    monkeypatch.setattr(detection, "_BOXES_PER_STEP", 1)
+    one_box = run()
+    for settings in ({}, {"_BATCH_ELEMENTS": 100}, {"_BOXES_PER_STEP": 7}):
+        monkeypatch.undo()
+        for name, value in settings.items():
+            monkeypatch.setattr(detection, name, value)
+        for want, got in zip(one_box, run()):
+            assert want.dtype == got.dtype and want.shape == got.shape
+            np.testing.assert_array_equal(want.view(np.uint8), got.view(np.uint8))
+
+
+def test_roi_many_boxes_keep_temporaries_small():
+    # A fuzzer's TILE of one box gives 10^5 boxes, which the kernels looped over at
+    # ~300 us a box (minutes). Runs of boxes and chunks of boxes keep the per-box
+    # geometry and the gathers to a few MB besides the inputs and the output.
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    count = 1 << 17
+    q = rng.integers(0, 256, (2, 8, 8, 1)).astype(np.uint8)
+    rois = rng.integers(0, 64, (count // 8, 4)).astype(np.uint16)
+    rois[:, 2:] = np.maximum(rois[:, 2:], rois[:, :2])
+    rois = np.repeat(rois, 8, axis=0)  # runs of 8 identical boxes
+    ids = rng.integers(0, 2, count).astype(np.int32)
+    runs = [
+        lambda: roi_align(q, rois, ids, (2, 2), type=Q8, in_scale=0.1, out_scale=0.1),
+        lambda: roi_pool(q, rois, ids, (2, 2), type=Q8, scale=0.1),
+    ]
+    for k, run in enumerate(runs):
+        tracemalloc.start()
+        try:
+            out = run()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        io = q.nbytes + rois.nbytes + ids.nbytes + out.nbytes
+        assert peak < 3 * io + (32 << 20), (k, peak >> 20, io >> 20)
+
+
 def test_roi_align_refuses_a_huge_width_sampling_ratio():
     # The smallest block is one sample row of two columns and two depths.
     x = np.ones((1, 4, 4, 2), np.float32)
