@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from driver import SINGLE_THREADED_BLAS
 from fuzz import triage
 from fuzz.harness import DRIVER_ENV, LAUNCHER_ENV
 from fuzz.targets import load
@@ -198,6 +199,8 @@ def write_launcher(target: str, work: Path) -> Path:
 
 def environment(cfg: CampaignConfig, launcher: Path) -> dict[str, str]:
     env = {**os.environ, LAUNCHER_ENV: str(launcher)}
+    if cfg.jobs > 1:  # libFuzzer's -fork=N: N children at once (a user's setting wins)
+        env = {**SINGLE_THREADED_BLAS, **env}
     if cfg.driver:
         env[DRIVER_ENV] = cfg.driver
     # The checkout first, so the launcher runs this tree's code even if another

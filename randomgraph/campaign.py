@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from driver import SINGLE_THREADED_BLAS
 from driver.hal.types import HalVersion, OperandType, OperationType
 from randomgraph.differential import (
     CheckOptions,
@@ -1488,6 +1489,18 @@ def _task_budget(settings: CampaignSettings, task: tuple) -> float:
     return base
 
 
+@contextlib.contextmanager
+def _environ_defaults(defaults: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``defaults`` for the variables it does not set, restored after."""
+    added = {k: v for k, v in defaults.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
 def _run_with_workers(runner: _Runner, jobs: int) -> None:
     import multiprocessing
     from multiprocessing.connection import wait
@@ -1502,7 +1515,10 @@ def _run_with_workers(runner: _Runner, jobs: int) -> None:
     first = list(itertools.islice(tests, max(0, jobs - len(queue))))
     tests = itertools.chain(first, tests)
     jobs = max(1, min(jobs, max_jobs(), len(queue) + len(first)))
-    procs = [_Proc(ctx, s) for _ in range(jobs)]
+    # The forkserver, started with the first worker, gives each worker its environment
+    # (and numpy, preloaded): workers side by side get one BLAS thread each.
+    with _environ_defaults(SINGLE_THREADED_BLAS if jobs > 1 else {}):
+        procs = [_Proc(ctx, s) for _ in range(jobs)]
     tests_done = False
     attempts: Counter[tuple] = Counter()
 

@@ -438,3 +438,16 @@ def test_a_driver_that_kills_its_worker_is_a_crash(tmp_path):
     bug = summary.state.bugs()[0]
     assert bug.status == "not-minimized" and (tmp_path / bug.spec).exists()
     assert "@isolated" in (tmp_path / bug.spec).read_text()
+
+
+def test_parallel_workers_start_with_one_blas_thread_and_the_environment_is_restored(monkeypatch):
+    from driver import SINGLE_THREADED_BLAS
+    from randomgraph.campaign import _environ_defaults
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a user's setting wins
+    with _environ_defaults(SINGLE_THREADED_BLAS):
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+        assert os.environ["OMP_NUM_THREADS"] == "3"
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    assert os.environ["OMP_NUM_THREADS"] == "3"

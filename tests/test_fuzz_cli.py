@@ -389,3 +389,14 @@ def test_a_campaign_whose_libfuzzer_outlives_its_time_ends_with_an_error(here, c
     assert exit_status(argv) == 2
     assert "libFuzzer did not end after --time: killed" in capsys.readouterr().err
     assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("jobs, threads", [(1, None), (2, "1")])
+def test_parallel_fuzzing_children_get_one_blas_thread_each(monkeypatch, tmp_path, jobs, threads):
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    cfg = fuzz_campaign.CampaignConfig(target="model", jobs=jobs)
+    env = fuzz_campaign.environment(cfg, tmp_path / "launch")
+    assert env.get("OPENBLAS_NUM_THREADS") == threads
+    # A user's own setting wins.
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    assert fuzz_campaign.environment(cfg, tmp_path / "launch")["OPENBLAS_NUM_THREADS"] == "3"
