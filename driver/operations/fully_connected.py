@@ -27,10 +27,11 @@ from driver.operations.base import T as _T
 from driver.operations.conv import (
     QUANT8,
     check_activation,
+    exact_float_dtype,
     f32,
-    requantize,
+    requantizer,
 )
-from driver.operations.quant import apply_activation_float
+from driver.operations.quant import apply_activation_float, quant_range
 
 V = HalVersion
 
@@ -119,17 +120,39 @@ def _infer(ctx: OperationContext) -> list[Shape]:
     return [(elements // input_size, num_units)]
 
 
+_BLOCK_ELEMENTS = 1 << 20
+"""Input plus output elements per block of batch rows of the quantized kernel: its
+zero-point-offset float copy of the input, accumulators and int64 requantization
+temporaries are per block, so they stay a few MB however large the batch."""
+
+
+def _execute_quantized(ctx: OperationContext, x: np.ndarray, act: int) -> np.ndarray:
+    """The quant8 kernel on the [batch_size, input_size] input ``x``, a block of rows at
+    a time. Zero-point-offset operands are exact integers in the float type
+    (:func:`exact_float_dtype`) whose products and sums are exact, so the result does not
+    depend on the order of the matrix product or on the blocking."""
+    w, b = ctx.value(1), ctx.value(2)
+    zx = ctx.input_zero_point(0)
+    qmin, qmax = quant_range(ctx.input_type(0))
+    wq = np.subtract(w, ctx.input_zero_point(1), dtype=np.float64)  # small: the exact bound
+    dtype = exact_float_dtype(max(zx - qmin, qmax - zx), wq, out_axis=0)
+    wq_t = wq.astype(dtype).T
+    finish = requantizer(ctx, b, np.float32(ctx.input_scale(1)), act)
+    batch, input_size = x.shape
+    out = np.empty((batch, w.shape[0]), dtype=dtype_of(ctx))
+    rows = max(1, _BLOCK_ELEMENTS // (input_size + w.shape[0]))
+    for r0 in range(0, batch, rows):
+        out[r0 : r0 + rows] = finish(np.subtract(x[r0 : r0 + rows], zx, dtype=dtype) @ wq_t)
+    return out
+
+
 def _execute(ctx: OperationContext) -> list[np.ndarray]:
     (out_shape,) = _infer(ctx)
     x, w, b = ctx.value(0), ctx.value(1), ctx.value(2)
     act = check_activation(ctx, 3)  # validation may not have known it (a model input)
     x = x.reshape(out_shape[0], w.shape[1])
     if ctx.input_type(0) in QUANT8:
-        # float64 products of 9-bit integers are exact (see conv.py).
-        xq = x.astype(np.float64) - ctx.input_zero_point(0)
-        wq = w.astype(np.float64) - ctx.input_zero_point(1)
-        acc = np.rint(xq @ wq.T)
-        return [requantize(ctx, acc, b, np.float32(ctx.input_scale(1)), act)]
+        return [_execute_quantized(ctx, x, act)]
     out = x.astype(np.float32) @ w.astype(np.float32).T + b.astype(np.float32)
     return [apply_activation_float(out, act).astype(dtype_of(ctx), copy=False)]
 

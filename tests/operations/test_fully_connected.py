@@ -3,6 +3,9 @@ checked against the independent scalar reference, and the cross-type properties.
 
 from __future__ import annotations
 
+import tracemalloc
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -11,6 +14,7 @@ from hypothesis import strategies as st
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import fully_connected
 from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
 from tests.operations.test_conv import RELAXED_TOL, act_float, ref_requantize
 
@@ -100,6 +104,41 @@ def test_quantized_matches_integer_reference(seed, kind):
     acc = (x - QI[1]) @ (w - QW[1]).T + b
     want = ref_requantize(acc, QI[0], QW[0], QO[0], QO[1], act, T.TENSOR_QUANT8_ASYMM)
     np.testing.assert_array_equal(_run(x, w, b, act, kind, (3, 4)), want)
+
+
+@pytest.mark.parametrize("kind", ["q8", "s8"])
+@pytest.mark.parametrize("size", [7, 5000])  # float32 and float64 accumulators
+def test_quantized_blocks_of_one_row_give_the_one_block_result(kind, size):
+    rng = np.random.default_rng(size)
+    x, w = rng.integers(0, 256, (5, size)), rng.integers(0, 256, (3, size))
+    b = rng.integers(-9, 9, 3)
+    whole = _run(x, w, b, 0, kind, (5, 3))
+    with mock.patch.object(fully_connected, "_BLOCK_ELEMENTS", 1):
+        np.testing.assert_array_equal(_run(x, w, b, 0, kind, (5, 3)), whole)
+
+
+def test_a_large_quantized_batch_needs_little_more_memory_than_its_input():
+    # A 16 MB quant8 input of 2M rows of 8: a float copy of it all would take 64-128 MB,
+    # the int64 requantization of the whole output 32 MB; the kernel works by row blocks.
+    x = np.random.default_rng(0).integers(0, 256, (1 << 21, 8), dtype=np.uint8)
+    w = np.arange(16).reshape(2, 8) + 120
+    ins = [
+        tensor(T.TENSOR_QUANT8_ASYMM, x, scale=QI[0], zero_point=QI[1]),
+        tensor(T.TENSOR_QUANT8_ASYMM, w, scale=QW[0], zero_point=QW[1], const=True),
+        tensor(T.TENSOR_INT32, [5, -5], scale=QI[0] * QW[0], const=True),
+        scalar(T.INT32, 0),
+    ]
+    outs = [output(T.TENSOR_QUANT8_ASYMM, (1 << 21, 2), scale=QO[0], zero_point=QO[1])]
+    tracemalloc.start()
+    try:
+        (y,) = run_op(O.FULLY_CONNECTED, ins, outs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * x.nbytes + (32 << 20), f"peak {peak >> 20} MB"
+    acc = (x[-3:].astype(np.int64) - QI[1]) @ (w - QW[1]).T + [5, -5]
+    want = ref_requantize(acc, QI[0], QW[0], QO[0], QO[1], 0, T.TENSOR_QUANT8_ASYMM)
+    np.testing.assert_array_equal(y[-3:], want)
 
 
 @given(cases())
