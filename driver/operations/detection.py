@@ -98,8 +98,12 @@ def _is_quant(ctx: OperationContext, i: int) -> bool:
 
 
 def dequantize_float32(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """``convertQuantToFloat32``: ``float(scale * (q - zeroPoint))``."""
-    return (F32(scale) * (np.asarray(q, dtype=np.int64) - zero_point).astype(F32)).astype(F32)
+    """``convertQuantToFloat32``: ``float(scale * (q - zeroPoint))``. The difference of
+    8/16-bit values and their zero point is exact in int32 (half the memory of int64)."""
+    offset = np.subtract(q, zero_point, dtype=np.int32)
+    out = offset.astype(F32)
+    out *= F32(scale)
+    return out
 
 
 def requantize(x: np.ndarray, scale: float, zero_point: int, type_code: int) -> np.ndarray:
@@ -111,9 +115,9 @@ def requantize(x: np.ndarray, scale: float, zero_point: int, type_code: int) -> 
     return r.astype(storage_dtype(type_code))
 
 
-def _float_input(ctx: OperationContext, i: int) -> np.ndarray:
-    """Input ``i`` as float32 (dequantized if quantized)."""
-    v = ctx.value(i)
+def _float_input(ctx: OperationContext, i: int, rows: slice = slice(None)) -> np.ndarray:
+    """Input ``i`` (its ``rows`` along axis 0) as float32 (dequantized if quantized)."""
+    v = ctx.value(i)[rows]
     if _is_quant(ctx, i):
         return dequantize_float32(v, ctx.input_scale(i), ctx.input_zero_point(i))
     return np.asarray(v, dtype=F32)
@@ -190,6 +194,19 @@ def _check_batch_ids(ctx: OperationContext, ids: np.ndarray, num_batches: int, w
         raise _op_failed(
             ctx, f"{what}[{k}] = {int(ids[k])} is not a batch index in [0, {num_batches})"
         )
+
+
+_BOX_BLOCK_ELEMENTS = 1 << 20
+"""Input elements per block of boxes for the kernels that work box by box
+(AXIS_ALIGNED_BBOX_TRANSFORM, HEATMAP_MAX_KEYPOINT): their float32 copies and
+(de)quantization temporaries, several times the input, are per block."""
+
+
+def _box_blocks(num_boxes: int, elements_per_box: int) -> Iterator[slice]:
+    """Slices of consecutive boxes of about ``_BOX_BLOCK_ELEMENTS`` input elements."""
+    step = max(1, _BOX_BLOCK_ELEMENTS // max(1, elements_per_box))
+    for start in range(0, num_boxes, step):
+        yield slice(start, start + step)
 
 
 # ---------------------------------------------------------------------------------------
@@ -412,13 +429,16 @@ def _infer_bbox_transform(ctx: OperationContext) -> list[Shape]:
 
 def _execute_bbox_transform(ctx: OperationContext) -> list[np.ndarray]:
     rois = _float_input(ctx, 0)
-    deltas = _float_input(ctx, 1)
-    ids = ctx.value(2).astype(np.int64)
+    ids = ctx.value(2)
     info = _float_input(ctx, 3)
     _check_batch_ids(ctx, ids, info.shape[0], "input 2 (batch index)")
     _check_rois_ordered(ctx, rois, "input 0 (roi)")
-    out = bbox_transform(rois, deltas, info[ids] if ids.size else np.zeros((0, 2), F32))
-    return [_float_output(ctx, 0, out)]
+    num_rois, row = ctx.value(1).shape
+    out = np.empty((num_rois, row), dtype=dtype_of(ctx))
+    for block in _box_blocks(num_rois, row):  # box by box: any blocking gives the same
+        boxes = bbox_transform(rois[block], _float_input(ctx, 1, block), info[ids[block]])
+        out[block] = _float_output(ctx, 0, boxes)
+    return [out]
 
 
 def _bbox_signatures() -> tuple[Signature, ...]:
@@ -1294,16 +1314,18 @@ def heatmap_max_keypoints(
     idx = np.where(found, idx, 0)
     max_score = np.where(found, best, lowest).astype(F32)
     mh, mw = idx // size, idx % size
-
-    def mirror(v):
-        return np.where(v < 0, 1, np.where(v >= size, size - 2, v))
-
-    b_ix = np.arange(nb)[:, None]
-    k_ix = np.arange(nk)[None, :]
+    # The 3x3 patch around each maximum, mirrored at the edges (row -1 reads row 1, row
+    # size reads row size - 2), gathered from the flat heatmap with one 1-D take per cell.
+    neighbours = (np.where(mh == 0, 1, mh - 1), mh, np.where(mh == size - 1, size - 2, mh + 1))
+    rows = [(r * size).astype(np.intp) for r in neighbours]
+    cols = (np.where(mw == 0, 1, mw - 1), mw, np.where(mw == size - 1, size - 2, mw + 1))
+    first = np.arange(nb * nk, dtype=np.intp).reshape(nb, nk) * (size * size)
+    values = flat.reshape(-1)
     grid = np.empty((3, 3, nb, nk), dtype=F32)
-    for dh in (-1, 0, 1):  # the 3x3 patch around each maximum
-        for dw in (-1, 0, 1):
-            grid[dh + 1, dw + 1] = hm[b_ix, mirror(mh + dh), mirror(mw + dw), k_ix]
+    for i, row in enumerate(rows):
+        row += first
+        for j, col in enumerate(cols):
+            grid[i, j] = np.take(values, row + col)
     delta_x, delta_y, score = _solve_for_delta(grid, max_score, *tolerance)
     bx = np.asarray(boxes, dtype=F32)
     w0, h0 = bx[:, 0:1], bx[:, 1:2]
@@ -1350,9 +1372,6 @@ def _solve_for_delta(grid: np.ndarray, max_score: np.ndarray, atol: float, rtol:
 
 def _execute_heatmap(ctx: OperationContext) -> list[np.ndarray]:
     nchw = _layout(ctx, 2)
-    hm = _float_input(ctx, 0)
-    if nchw:
-        hm = np.transpose(hm, (0, 2, 3, 1))
     boxes = _float_input(ctx, 1)
     _check_rois_ordered(ctx, boxes, "input 1 (boxes)")
     # Float16 heatmaps get a looser singularity test (Android: fpAtol = fpRtol = 1e-3f).
@@ -1361,8 +1380,18 @@ def _execute_heatmap(ctx: OperationContext) -> list[np.ndarray]:
         if ctx.input_type(0) == _T.TENSOR_FLOAT16
         else HEATMAP_TOLERANCE_FLOAT32
     )
-    score, keypoints = heatmap_max_keypoints(hm, boxes, tolerance)
-    return [_float_output(ctx, 0, score), _float_output(ctx, 1, keypoints)]
+    num_boxes, c, h, w = ctx.value(0).shape
+    keypoints = c if nchw else w
+    score = np.empty((num_boxes, keypoints), dtype=dtype_of(ctx, 0))
+    location = np.empty((num_boxes, keypoints, 2), dtype=dtype_of(ctx, 1))
+    for block in _box_blocks(num_boxes, c * h * w):  # box by box: any blocking gives the same
+        hm = _float_input(ctx, 0, block)
+        if nchw:
+            hm = np.transpose(hm, (0, 2, 3, 1))
+        block_score, block_location = heatmap_max_keypoints(hm, boxes[block], tolerance)
+        score[block] = _float_output(ctx, 0, block_score)
+        location[block] = _float_output(ctx, 1, block_location)
+    return [score, location]
 
 
 def _heatmap_signatures() -> tuple[Signature, ...]:

@@ -10,6 +10,7 @@ differently, so agreement is an independent check.
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import detection
 from driver.operations.detection import (
     GAUSSIAN,
     HARD,
@@ -870,6 +872,37 @@ def test_heatmap_rejects_small_or_non_square_maps():
         assert err.status == ErrorStatus.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("t", [F32, Q8])
+def test_heatmap_blocks_of_one_box_give_the_one_block_result(monkeypatch, t):
+    rng = np.random.default_rng(21)
+    hm = rng.integers(0, 256, (5, 3, 4, 4)).astype(np.uint8 if t == Q8 else np.float32)
+    boxes = np.array([[0, 8, 40, 64], [16, 16, 48, 24]] * 2 + [[1, 2, 3, 4]])
+    kw = dict(scale=0.1, zp=128, out_scale=0.07, out_zp=100) if t == Q8 else {}
+    whole = heatmap(hm, boxes, nchw=True, t=t, **kw)
+    monkeypatch.setattr(detection, "_BOX_BLOCK_ELEMENTS", 1)
+    for got, want in zip(heatmap(hm, boxes, nchw=True, t=t, **kw), whole):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_heatmap_many_boxes_need_little_more_memory_than_their_input():
+    # 512K quant8 3x3 maps of 2 keypoints (9 MB) and their boxes (4 MB): dequantizing the
+    # whole heatmap took 12 bytes per element and every float temporary 4 more.
+    n = 1 << 19
+    hm = np.random.default_rng(0).integers(0, 256, (n, 3, 3, 2), dtype=np.uint8)
+    boxes = np.tile(np.array([[0, 8, 40, 64]], np.uint16), (n, 1))
+    tracemalloc.start()
+    try:
+        score, _ = heatmap(hm, boxes, t=Q8, scale=0.1, zp=128, out_scale=0.07, out_zp=100)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * (hm.nbytes + boxes.nbytes) + (32 << 20), f"peak {peak >> 20} MB"
+    np.testing.assert_array_equal(
+        score[-1],
+        heatmap(hm[-1:], boxes[-1:], t=Q8, scale=0.1, zp=128, out_scale=0.07, out_zp=100)[0][0],
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # AXIS_ALIGNED_BBOX_TRANSFORM
 # ---------------------------------------------------------------------------------------
@@ -936,6 +969,47 @@ def test_bbox_transform_quant_signed_is_unsigned_minus_128_and_tracks_float():
     np.testing.assert_array_equal(s, u)
     real = bbox(rois / 8.0, (q.astype(np.float32) - 128) * f32(0.05), [0] * 6, info / 8.0)
     np.testing.assert_allclose(u / 8.0, real, atol=0.0626)
+
+
+@pytest.mark.parametrize("t", [F32, Q16A])
+def test_bbox_transform_blocks_of_one_box_give_the_one_block_result(monkeypatch, t):
+    rng = np.random.default_rng(22)
+    rois = np.array([[0, 0, 32, 32], [8, 16, 8, 40], [1, 2, 3, 4]] * 2)
+    deltas = rng.integers(0, 256, (6, 8))
+    kw = dict(t=Q16A, delta_t=Q8, scale=0.05, zp=128) if t == Q16A else {}
+    args = (
+        rois,
+        deltas if t == Q16A else deltas / 64.0,
+        [0, 1, 1, 0, 1, 0],
+        [[240, 200], [99, 80]],
+    )
+    whole = bbox(*args, **kw)
+    monkeypatch.setattr(detection, "_BOX_BLOCK_ELEMENTS", 1)
+    np.testing.assert_array_equal(bbox(*args, **kw), whole)
+
+
+def test_bbox_transform_many_boxes_need_little_more_memory_than_their_input():
+    # 1M boxes (8 MB), quant8 deltas of one class (4 MB), batch ids (4 MB), a 8 MB output:
+    # dequantizing and transforming all of them at once took about 20 times the deltas.
+    n = 1 << 20
+    rois = np.tile(np.array([[0, 0, 32, 32]], np.uint16), (n, 1))
+    deltas = np.random.default_rng(0).integers(0, 256, (n, 4), dtype=np.uint8)
+    ins = [
+        tensor(Q16A, rois, scale=0.125),
+        tensor(Q8, deltas, scale=0.05, zero_point=128),
+        tensor(I32, np.zeros(n, np.int32)),
+        tensor(Q16A, [[240, 200]], scale=0.125),
+    ]
+    tracemalloc.start()
+    try:
+        (got,) = run_op(O.AXIS_ALIGNED_BBOX_TRANSFORM, ins, [output(Q16A, (n, 4), scale=0.125)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    io = rois.nbytes + deltas.nbytes + 4 * n + got.nbytes
+    assert peak < 3 * io, f"peak {peak >> 20} MB"
+    want = bbox(rois[-1:], deltas[-1:], [0], [[240, 200]], t=Q16A, delta_t=Q8, scale=0.05, zp=128)
+    np.testing.assert_array_equal(got[-1:], want)
 
 
 # ---------------------------------------------------------------------------------------
