@@ -99,9 +99,8 @@ def _is_quant(ctx: OperationContext, i: int) -> bool:
 
 def dequantize_float32(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
     """``convertQuantToFloat32``: ``float(scale * (q - zeroPoint))``. The difference of
-    8/16-bit values and their zero point is exact in int32 (half the memory of int64)."""
-    offset = np.subtract(q, zero_point, dtype=np.int32)
-    out = offset.astype(F32)
+    8/16-bit values and their zero point is exact in float32: no integer temporary."""
+    out = np.subtract(q, zero_point, dtype=F32)
     out *= F32(scale)
     return out
 
@@ -117,10 +116,16 @@ def requantize(x: np.ndarray, scale: float, zero_point: int, type_code: int) -> 
 
 def _float_input(ctx: OperationContext, i: int, rows: slice = slice(None)) -> np.ndarray:
     """Input ``i`` (its ``rows`` along axis 0) as float32 (dequantized if quantized)."""
-    v = ctx.value(i)[rows]
+    return _float_converter(ctx, i)(ctx.value(i)[rows])
+
+
+def _float_converter(ctx: OperationContext, i: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Stored values of input ``i`` -> float32 (dequantized if quantized), for kernels
+    that convert only the parts of an input they use."""
     if _is_quant(ctx, i):
-        return dequantize_float32(v, ctx.input_scale(i), ctx.input_zero_point(i))
-    return np.asarray(v, dtype=F32)
+        scale, zero_point = ctx.input_scale(i), ctx.input_zero_point(i)
+        return lambda v: dequantize_float32(v, scale, zero_point)
+    return lambda v: np.asarray(v, dtype=F32)
 
 
 def _float_output(ctx: OperationContext, k: int, x: np.ndarray) -> np.ndarray:
@@ -257,10 +262,18 @@ class _IouRows:
     def row(self, i: int) -> np.ndarray:
         if self.matrix is not None:
             return self.matrix[i]
-        w = np.maximum(np.minimum(self.x2[i], self.x2) - np.maximum(self.x1[i], self.x1), F32(0))
-        h = np.maximum(np.minimum(self.y2[i], self.y2) - np.maximum(self.y1[i], self.y1), F32(0))
-        inter = w * h
-        return self.f(inter / ((self.area[i] + self.area) - inter))
+        # iou_matrix's float32 operations in place: two temporaries the size of a row.
+        w = np.minimum(self.x2[i], self.x2)
+        t = np.maximum(self.x1[i], self.x1)
+        w -= t
+        np.maximum(w, F32(0), out=w)
+        h = np.minimum(self.y2[i], self.y2, out=t)
+        h -= np.maximum(self.y1[i], self.y1)
+        np.maximum(h, F32(0), out=h)
+        inter = np.multiply(w, h, out=w)
+        union = np.add(self.area[i], self.area, out=h)
+        union -= inter
+        return self.f(np.divide(inter, union, out=inter))
 
 
 def _nms_row_function(
@@ -393,13 +406,21 @@ def bbox_transform(rois: np.ndarray, deltas: np.ndarray, image_hw: np.ndarray) -
     return clipped.reshape(n, d.shape[1] * 4).astype(F32)
 
 
-def _check_rois_ordered(ctx: OperationContext, boxes: np.ndarray, what: str) -> None:
-    """Android's "invalid region" check: x1 <= x2 and y1 <= y2 for every box."""
+def _check_rois_ordered(
+    ctx: OperationContext,
+    boxes: np.ndarray,
+    what: str,
+    to_float32: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> None:
+    """Android's "invalid region" check: x1 <= x2 and y1 <= y2 for every box. ``boxes``
+    may be stored values that ``to_float32`` converts (for the message): the order of
+    float16 or quantized boxes (positive scale) is their float32 values' order."""
     b = np.asarray(boxes).reshape(-1, 4)
     bad = ~((b[:, 0] <= b[:, 2]) & (b[:, 1] <= b[:, 3]))
     if bad.any():
         k = int(np.argmax(bad))
-        raise _op_failed(ctx, f"{what} box {k} {b[k].tolist()} has x2 < x1 or y2 < y1")
+        box = b[k] if to_float32 is None else to_float32(b[k])
+        raise _op_failed(ctx, f"{what} box {k} {box.tolist()} has x2 < x1 or y2 < y1")
 
 
 def _validate_bbox_transform(ctx: OperationContext) -> None:
@@ -1460,8 +1481,11 @@ def box_with_nms_limit(
     iou_threshold: float,
     sigma: float,
     nms_score_threshold: float,
+    boxes_to_float32: Callable[[np.ndarray], np.ndarray] = lambda v: np.asarray(v, dtype=F32),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``boxWithNmsLimitFloat32Compute`` plus output assembly, on float32 data.
+    """``boxWithNmsLimitFloat32Compute`` plus output assembly, on float32 data. ``rois``
+    may be stored values that ``boxes_to_float32`` converts: only the boxes of each
+    class's candidates are converted, not all of them at once.
 
     Per run of equal batch ids (boxes of a batch are grouped), per class except class 0,
     boxes scoring above ``score_threshold`` go through soft/hard NMS (at most
@@ -1469,9 +1493,8 @@ def box_with_nms_limit(
     the best ``max_detections`` and ordered by class, then score. Returns (scores, boxes
     (n, 4), classes, batch ids) of the kept boxes."""
     scores = np.array(scores, dtype=F32)  # decayed in place by soft NMS
-    rois = np.asarray(rois, dtype=F32)
     num_rois, num_classes = scores.shape
-    boxes = rois.reshape(num_rois, num_classes, 4)
+    boxes = np.asarray(rois).reshape(num_rois, num_classes, 4)
     ids = np.asarray(batch_ids)
     run_starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if num_rois else []
     run_ends = [*run_starts[1:], num_rois]
@@ -1479,13 +1502,20 @@ def box_with_nms_limit(
     for s, e in zip(run_starts, run_ends):  # one pass per batch
         kept_rows, kept_cls = [], []
         for c in range(1, num_classes):  # class 0 is the background
-            cand = s + np.flatnonzero(scores[s:e, c] > F32(score_threshold))
+            cand = np.flatnonzero(scores[s:e, c] > F32(score_threshold))
+            cand += s
             if cand.size == 0:
                 continue
             cls_scores = scores[cand, c].copy()
+            # Coordinate by coordinate into rows of one coordinate: NMS reads the
+            # columns of the transposed view without copying them, and no float (n, 4)
+            # copy of all the candidates' boxes lives beside them.
+            coords = np.empty((4, cand.size), dtype=F32)
+            for k in range(4):
+                coords[k] = boxes_to_float32(boxes[cand, c, k])
             keep = nms_single_class(
                 cls_scores,
-                boxes[cand, c],
+                coords.T,
                 max_detections,
                 iou_threshold,
                 kernel=kernel,
@@ -1518,7 +1548,7 @@ def box_with_nms_limit(
     cls = np.concatenate(out_classes)
     return (
         scores[rows, cls],
-        boxes[rows, cls],
+        boxes_to_float32(boxes[rows, cls]),
         cls.astype(np.int32),
         np.concatenate(out_batches).astype(np.int32),
     )
@@ -1526,9 +1556,9 @@ def box_with_nms_limit(
 
 def _execute_box_nms(ctx: OperationContext) -> list[np.ndarray]:
     scores = _float_input(ctx, 0)
-    rois = _float_input(ctx, 1)
+    rois, rois_to_float32 = ctx.value(1), _float_converter(ctx, 1)
     ids = ctx.value(2)
-    _check_rois_ordered(ctx, rois, "input 1 (roi)")
+    _check_rois_ordered(ctx, rois, "input 1 (roi)", rois_to_float32)
     out_scores, out_boxes, classes, batches = box_with_nms_limit(
         scores,
         rois,
@@ -1539,6 +1569,7 @@ def _execute_box_nms(ctx: OperationContext) -> list[np.ndarray]:
         ctx.scalar(6),
         ctx.scalar(7),
         ctx.scalar(8),
+        rois_to_float32,
     )
     return [
         _float_output(ctx, 0, out_scores),

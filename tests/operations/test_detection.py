@@ -1196,6 +1196,23 @@ def test_box_nms_inverted_box_fails():
     assert err.status == ErrorStatus.GENERAL_FAILURE
 
 
+def test_box_nms_many_candidates_need_little_more_memory_than_their_input():
+    # 1M quant8 scores of 2 classes (2 MB), their quant16 boxes (16 MB) and batch ids
+    # (4 MB): dequantizing every box and copying the candidates' coordinates took 6 times.
+    n = 1 << 20
+    scores = np.tile(np.array([[0, 200], [0, 190], [0, 100]], np.uint8), (n // 3 + 1, 1))[:n]
+    rois = np.tile(np.array([[0, 0, 8, 8, 0, 0, 80, 80]], np.uint16), (n, 1))
+    ids = np.zeros(n, np.int32)
+    tracemalloc.start()
+    try:
+        got = box_nms(scores, rois, ids, thr=0.5, t=Q8, scale=0.005, zp=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * (scores.nbytes + rois.nbytes + ids.nbytes), f"peak {peak >> 20} MB"
+    np.testing.assert_array_equal(got[1], [[0, 0, 80, 80]])  # one box survives hard NMS
+
+
 # ---------------------------------------------------------------------------------------
 # DETECTION_POSTPROCESSING
 # ---------------------------------------------------------------------------------------
