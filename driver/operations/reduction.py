@@ -39,8 +39,6 @@ from driver.operations.shape import (
     normalize_axis,
     require_same_quant,
     run_failure,
-    to_signed,
-    to_unsigned,
     when_known,
 )
 
@@ -140,12 +138,17 @@ def _execute_mean(ctx: OperationContext) -> list[np.ndarray]:
     count = math.prod(x.shape[d] for d in axes)
     t = ctx.input_type(0)
     if t in QUANT8:
-        u = to_unsigned(x) if t == Q8S else x
-        sums = u.sum(axis=axes, dtype=np.int64)
+        # Android sums the unsigned values (signed ones 128 above them): the sum of the
+        # stored values plus 128 per element, exact in int32 below 2**23 elements.
+        sums = x.sum(axis=axes, dtype=np.int32 if count < 1 << 23 else np.int64)
+        if t == Q8S:
+            sums += 128 * count
         # Non-negative sums: C++ integer division is floor division. No element: T().
-        mean = (sums // count if count else np.zeros_like(sums)).astype(np.uint8)
-        mean = mean.reshape(out_shape)
-        return [to_signed(mean) if t == Q8S else mean]
+        if count:
+            sums //= count
+        if t == Q8S:
+            sums -= 128  # the unsigned mean's signed value
+        return [sums.astype(dtype_of(ctx)).reshape(out_shape)]
     sums = sequential_fold(_rows(x.astype(np.float32, copy=False), axes), np.add, 0)
     if count:
         mean = sums / np.float32(count)
@@ -323,10 +326,47 @@ def _ordered_bytes_key(v: np.ndarray) -> np.ndarray:
     return key
 
 
+_ARG_BLOCK_ELEMENTS = 1 << 20
+"""Elements per block of a long (> 256) reduced axis in :func:`_first_extreme_columns`:
+its comparison and weight temporaries (up to 5 bytes an element) are per block."""
+
+_NARROW_COLUMNS = 32
+"""Below this many columns B, numpy's own argmin/argmax of a long middle axis is faster
+than the weights (its transposed copy of a narrow array is cheap) and needs one copy of
+the input; wider, that copy misses the cache and the blocked weights win."""
+
+
 def _first_extreme_columns(v: np.ndarray, is_min: bool) -> np.ndarray:
     """Index (along axis 1 of the (A, n, B) array ``v``, NaN-free) of the first maximum
     (minimum): the first index among the elements equal to the extreme, as a strict
-    sequential comparison keeps it."""
+    sequential comparison keeps it. A long axis goes by blocks, a later block's extreme
+    replacing the running one only when strictly better."""
+    a, n, b = v.shape
+    if n <= 256:
+        return _first_extreme_short(v, is_min)
+    if b < _NARROW_COLUMNS:
+        return (np.argmin if is_min else np.argmax)(v, axis=1)
+    step = max(1, _ARG_BLOCK_ELEMENTS // (a * b))
+    best, index = None, None
+    for r0 in range(0, n, step):
+        block = v[:, r0 : r0 + step]
+        extreme = block.min(axis=1) if is_min else block.max(axis=1)
+        first = _first_extreme_short(block, is_min, extreme).astype(np.int64)
+        first += r0
+        if best is None:
+            best, index = extreme, first
+            continue
+        better = extreme < best if is_min else extreme > best
+        np.copyto(best, extreme, where=better)
+        np.copyto(index, first, where=better)
+    return index
+
+
+def _first_extreme_short(
+    v: np.ndarray, is_min: bool, extreme: np.ndarray | None = None
+) -> np.ndarray:
+    """:func:`_first_extreme_columns` in one block; ``extreme`` is ``v``'s minimum
+    (maximum) along axis 1 when already known."""
     n = v.shape[1]
     if v.dtype.itemsize == 1 and v.dtype.kind in "iu" and n <= 256:
         # One reduction over (value, index) keys: ties resolve to the first index.
@@ -337,7 +377,9 @@ def _first_extreme_columns(v: np.ndarray, is_min: bool) -> np.ndarray:
             return key.min(axis=1) & 0xFF
         key |= 255 - j
         return 255 - (key.max(axis=1) & 0xFF)
-    extreme = v.min(axis=1, keepdims=True) if is_min else v.max(axis=1, keepdims=True)
+    if extreme is None:
+        extreme = v.min(axis=1) if is_min else v.max(axis=1)
+    extreme = extreme[:, None]
     # Weight each match by (n - 1 - index): the largest weight is the first match.
     weight_type = np.uint8 if n <= 256 else np.uint32
     reverse = np.arange(n - 1, -1, -1, dtype=weight_type)[:, None]

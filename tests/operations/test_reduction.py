@@ -5,6 +5,8 @@ transliterate Android's kernels."""
 from __future__ import annotations
 
 import re
+import tracemalloc
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import reduction
 from driver.operations.reduction import sequential_fold
 from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
 from driver.validation import validate_model
@@ -112,6 +115,26 @@ def test_mean_quantized_divides_stored_values_with_truncation():
         zero_point=-51,
     )
     np.testing.assert_array_equal(signed, [10 - 128, 151 - 128])
+
+
+def _peak_of(f):
+    """(f(), the tracemalloc peak while f runs)."""
+    tracemalloc.start()
+    try:
+        result = f()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_mean_quantized_needs_little_more_memory_than_its_input():
+    # 4M pairs of int8 (8 MB) to 4M means: the int64 sums and their quotient took 8 bytes
+    # an output each, the signed-to-unsigned copy 3 bytes an input element.
+    x = np.tile(np.array([[-128, 127], [5, 6]], np.int8), (1 << 21, 1))
+    ins = [tensor(Q8S, x, scale=0.5, zero_point=3), i32([1]), i(0)]
+    got, peak = _peak_of(lambda: run1(O.MEAN, ins, Q8S, scale=0.5, zero_point=3))
+    assert peak < 2 * x.nbytes + (8 << 20), f"peak {peak >> 20} MB"
+    np.testing.assert_array_equal(got[:4], [-1, 5, -1, 5])  # floor((0 + 255) / 2) - 128
 
 
 def test_mean_rejects():
@@ -299,6 +322,30 @@ def test_argmax_nan_counts_only_first():
     x = np.array([[1, np.nan, 3], [np.nan, 5, 9], [-np.inf, np.nan, -np.inf]], np.float32)
     np.testing.assert_array_equal(run1(O.ARGMAX, [tensor(F32, x), i(1)], I32), [2, 0, 0])
     np.testing.assert_array_equal(run1(O.ARGMIN, [tensor(F32, x), i(1)], I32), [0, 0, 0])
+
+
+@pytest.mark.parametrize("t", [F32, Q8])
+@pytest.mark.parametrize("op", [O.ARGMAX, O.ARGMIN])
+def test_arg_blocks_of_one_row_give_the_one_block_result(t, op):
+    # A long axis (> 256) over 40 columns: the blocked weights (a NaN-free float32 with
+    # ties and quant8 with ties across blocks).
+    x = np.random.default_rng(3).integers(0, 4, (600, 40)).astype(np.uint8)
+    ins = [tensor(t, x, **({"scale": 0.5} if t == Q8 else {})), i(0)]
+    whole = run1(op, ins, I32)
+    with mock.patch.object(reduction, "_ARG_BLOCK_ELEMENTS", 1):
+        np.testing.assert_array_equal(run1(op, ins, I32), whole)
+    want = np.argmax(x, axis=0) if op == O.ARGMAX else np.argmin(x, axis=0)
+    np.testing.assert_array_equal(whole, want)
+
+
+@pytest.mark.parametrize("columns", [2, 64])  # numpy's argmin; the blocked weights
+def test_arg_along_a_long_first_axis_needs_little_more_memory_than_its_input(columns):
+    # 16 MB of quant8: whole-array weights took 4 bytes an element, indexes 8 a row.
+    x = np.random.default_rng(4).integers(0, 256, ((1 << 24) // columns, columns), np.uint8)
+    ins = [tensor(Q8, x, scale=0.5), i(0)]
+    got, peak = _peak_of(lambda: run1(O.ARGMIN, ins, I32))
+    assert peak < x.nbytes + (8 << 20), f"peak {peak >> 20} MB"
+    np.testing.assert_array_equal(got, np.argmin(x, axis=0))
 
 
 def test_argmax_rejects_axis_and_empty_axis_fails():
