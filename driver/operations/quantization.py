@@ -87,9 +87,24 @@ def _round_half_away_f32(y: np.ndarray) -> np.ndarray:
     return t + np.trunc((y - t) * np.float32(2))
 
 
+_QUANTIZE_BLOCK = 1 << 20
+"""Elements per block of :func:`quantize_float`: its float32 (and, with non-finite
+values, float64) temporaries, about 16 bytes an element, are per block. Each block
+picks its own path; both round half away from zero identically on finite values."""
+
+
 def quantize_float(x: np.ndarray, scale: float, zero_point: int, out_type: int) -> np.ndarray:
     """Android's ``quantizeToQuant8``: ``max(lo, min(hi, zp + round(x / scale)))`` in
-    float (``std::min(hi, NaN)`` is ``hi``)."""
+    float (``std::min(hi, NaN)`` is ``hi``), a block of elements at a time."""
+    flat = x.reshape(-1)
+    out = np.empty(flat.shape, dtype=storage_dtype(out_type))
+    for start in range(0, flat.size, _QUANTIZE_BLOCK):
+        block = slice(start, start + _QUANTIZE_BLOCK)
+        out[block] = _quantize_block(flat[block], scale, zero_point, out_type)
+    return out.reshape(x.shape)
+
+
+def _quantize_block(x: np.ndarray, scale: float, zero_point: int, out_type: int) -> np.ndarray:
     lo, hi = quant_range(out_type)
     with np.errstate(all="ignore"):
         y = x.astype(np.float32, copy=False) / np.float32(scale)
@@ -102,7 +117,7 @@ def quantize_float(x: np.ndarray, scale: float, zero_point: int, out_type: int) 
             q = np.where(np.isfinite(y64), np.trunc(y64 + np.copysign(0.5, y64)), y64)
             q = np.float32(zero_point) + q.astype(np.float32)
             q = np.maximum(np.fmin(q, np.float32(hi)), np.float32(lo))  # NaN -> hi
-    return q.astype(storage_dtype(out_type))
+    return q
 
 
 def _execute_quantize(ctx: OperationContext) -> list[np.ndarray]:

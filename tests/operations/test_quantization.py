@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import tracemalloc
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 from driver.hal.types import HalVersion, SymmPerChannelQuantParams
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import quantization
 from driver.testing import output, tensor
 from tests.operations.test_elementwise import (
     accepts,
@@ -70,6 +73,30 @@ def test_quantize_nan_and_infinity_follow_std_min_max():
     np.testing.assert_array_equal(
         run1(O.QUANTIZE, [x], output(S8, (4,), scale=1.0, zero_point=-121)), [127, 127, -128, -120]
     )
+
+
+def test_quantize_blocks_of_one_element_give_the_one_block_result():
+    # Blocks of finite values take the float32 path, the others the float64 one.
+    x = tensor(F32, [np.nan, 0.5, -2.5, np.inf, 1e10, 3.49999976, -0.5, 7.0])
+    out = output(U8, (8,), scale=0.5, zero_point=7)
+    whole = run1(O.QUANTIZE, [x], out)
+    with mock.patch.object(quantization, "_QUANTIZE_BLOCK", 1):
+        np.testing.assert_array_equal(run1(O.QUANTIZE, [x], out), whole)
+    np.testing.assert_array_equal(whole, [255, 8, 2, 255, 255, 14, 6, 21])
+
+
+def test_quantize_float16_needs_little_more_memory_than_its_input():
+    # 16 MB of float16: whole-array float32 temporaries took 16 bytes an element.
+    x = np.random.default_rng(0).normal(size=1 << 23).astype(np.float16)
+    tracemalloc.start()
+    try:
+        got = run1(O.QUANTIZE, [tensor(F16, x)], output(U8, x.shape, scale=0.01, zero_point=128))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < x.nbytes + (24 << 20), f"peak {peak >> 20} MB"
+    want = np.clip(np.round(x[:5].astype(np.float64) / np.float32(0.01)) + 128, 0, 255)
+    np.testing.assert_array_equal(got[:5], want)
 
 
 @given(
