@@ -11,6 +11,8 @@ Android devices: the C++ is undefined there).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from driver.hal.types import HalVersion, OperationType
@@ -87,21 +89,31 @@ def _round_half_away_f32(y: np.ndarray) -> np.ndarray:
     return t + np.trunc((y - t) * np.float32(2))
 
 
-_QUANTIZE_BLOCK = 1 << 20
-"""Elements per block of :func:`quantize_float`: its float32 (and, with non-finite
-values, float64) temporaries, about 16 bytes an element, are per block. Each block
-picks its own path; both round half away from zero identically on finite values."""
+_BLOCK_ELEMENTS = 1 << 20
+"""Elements per block of QUANTIZE and of a float-to-integer CAST: their float32 and
+float64 temporaries, 16-24 bytes an element, are per block. Both are elementwise and
+each block picks its own path (the paths agree where both apply), so any blocking gives
+the same result."""
+
+
+def _by_blocks(
+    x: np.ndarray, dtype: np.dtype, convert: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """The elementwise ``convert`` of ``x`` as ``dtype``, a block of elements at a time."""
+    flat = x.reshape(-1)
+    out = np.empty(flat.shape, dtype=dtype)
+    for start in range(0, flat.size, _BLOCK_ELEMENTS):
+        block = slice(start, start + _BLOCK_ELEMENTS)
+        out[block] = convert(flat[block])
+    return out.reshape(x.shape)
 
 
 def quantize_float(x: np.ndarray, scale: float, zero_point: int, out_type: int) -> np.ndarray:
     """Android's ``quantizeToQuant8``: ``max(lo, min(hi, zp + round(x / scale)))`` in
-    float (``std::min(hi, NaN)`` is ``hi``), a block of elements at a time."""
-    flat = x.reshape(-1)
-    out = np.empty(flat.shape, dtype=storage_dtype(out_type))
-    for start in range(0, flat.size, _QUANTIZE_BLOCK):
-        block = slice(start, start + _QUANTIZE_BLOCK)
-        out[block] = _quantize_block(flat[block], scale, zero_point, out_type)
-    return out.reshape(x.shape)
+    float (``std::min(hi, NaN)`` is ``hi``)."""
+    return _by_blocks(
+        x, storage_dtype(out_type), lambda v: _quantize_block(v, scale, zero_point, out_type)
+    )
 
 
 def _quantize_block(x: np.ndarray, scale: float, zero_point: int, out_type: int) -> np.ndarray:
@@ -152,9 +164,13 @@ _CAST_IDENTITY_1_3 = (
 )
 
 
-def _float_to_int(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+def _float_to_int(x: np.ndarray, lo: int, hi: int, dtype: type) -> np.ndarray:
     """Truncate toward zero, saturating to [lo, hi], NaN to 0 (as ``a < 0 ? 0 : ...``
-    then ``static_cast`` does for uint8, and AArch64 ``fcvtzs`` for int32)."""
+    then ``static_cast`` does for uint8, and AArch64 ``fcvtzs`` for int32), as ``dtype``."""
+    return _by_blocks(x, np.dtype(dtype), lambda v: _float_to_int_block(v, lo, hi))
+
+
+def _float_to_int_block(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
     if x.size == 0 or (float(x.min()) >= lo and float(x.max()) < hi + 1):  # in range: fast
         return x
     with np.errstate(invalid="ignore"):
@@ -170,10 +186,10 @@ def _execute_cast(ctx: OperationContext) -> list[np.ndarray]:
         return [x.copy()]
     if ot == _T.TENSOR_QUANT8_ASYMM:
         if x.dtype.kind == "f":
-            return [_float_to_int(x, 0, 255).astype(np.uint8)]
+            return [_float_to_int(x, 0, 255, np.uint8)]
         return [np.clip(x, 0, 255).astype(np.uint8)]
     if ot == _T.TENSOR_INT32 and x.dtype.kind == "f":
-        return [_float_to_int(x, -(2**31), 2**31 - 1).astype(np.int32)]
+        return [_float_to_int(x, -(2**31), 2**31 - 1, np.int32)]
     with np.errstate(over="ignore"):  # int32 -> float16 overflows to inf, as in C++
         return [x.astype(out_dtype)]
 

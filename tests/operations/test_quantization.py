@@ -80,7 +80,7 @@ def test_quantize_blocks_of_one_element_give_the_one_block_result():
     x = tensor(F32, [np.nan, 0.5, -2.5, np.inf, 1e10, 3.49999976, -0.5, 7.0])
     out = output(U8, (8,), scale=0.5, zero_point=7)
     whole = run1(O.QUANTIZE, [x], out)
-    with mock.patch.object(quantization, "_QUANTIZE_BLOCK", 1):
+    with mock.patch.object(quantization, "_BLOCK_ELEMENTS", 1):
         np.testing.assert_array_equal(run1(O.QUANTIZE, [x], out), whole)
     np.testing.assert_array_equal(whole, [255, 8, 2, 255, 255, 14, 6, 21])
 
@@ -184,6 +184,28 @@ def test_cast_float_to_integer_truncates_and_saturates():
     )
     to_u8 = run1(O.CAST, [tensor(F32, x)], output(U8, (11,), scale=1.0))
     np.testing.assert_array_equal(to_u8, [0, 0, 0, 0, 2, 255, 255, 255, 0, 255, 0])
+
+
+def test_cast_float_to_integer_blocks_of_one_element_give_the_one_block_result():
+    x = tensor(F32, [np.nan, 3.7, -0.5, 300.0, np.inf, 254.9, -1e10, 2.0])
+    for out in (output(U8, (8,), scale=1.0), output(I32, (8,))):
+        whole = run1(O.CAST, [x], out)
+        with mock.patch.object(quantization, "_BLOCK_ELEMENTS", 1):
+            np.testing.assert_array_equal(run1(O.CAST, [x], out), whole)
+
+
+def test_cast_float16_to_quant8_needs_little_more_memory_than_its_input():
+    # 16 MB of float16 out of uint8's range: the saturating conversion's float64
+    # temporaries took 24 bytes an element of the whole input.
+    x = np.random.default_rng(0).normal(0, 300, 1 << 23).astype(np.float16)
+    tracemalloc.start()
+    try:
+        got = run1(O.CAST, [tensor(F16, x)], output(U8, x.shape, scale=1.0))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < x.nbytes + (24 << 20), f"peak {peak >> 20} MB"
+    np.testing.assert_array_equal(got[:5], np.clip(np.trunc(x[:5]), 0, 255))
 
 
 def test_cast_ignores_quantization_parameters():
