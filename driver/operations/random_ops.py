@@ -330,7 +330,7 @@ def lsh_sign_bits(seeds: np.ndarray, rows: np.ndarray, weights: np.ndarray | Non
     ``Fingerprint64`` read as int64 (times the row's weight)."""
     flat = np.ascontiguousarray(seeds).reshape(-1)
     num_rows = rows.shape[0]
-    if num_rows == 0:
+    if num_rows == 0 or flat.size == 0:  # no rows: every score is 0; no seeds: no bits
         return np.zeros(seeds.shape, dtype=np.int64)
     # Seeds with the same bytes have the same keys and scores: hash each once (a hash
     # tensor made by TILE, FILL or RESIZE repeats a few values many times).
