@@ -12,8 +12,10 @@ quantized types); use :func:`driver.operations.quant.quantize` to make them from
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import tracemalloc
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -22,6 +24,19 @@ from driver.executor import Executor
 from driver.hal.types import ErrorStatus, HalError, HalVersion, Model, SymmPerChannelQuantParams
 from driver.hal.types import OperandType as T
 from driver.operations.base import storage_dtype
+
+_R = TypeVar("_R")
+
+
+def traced_peak(run: Callable[[], _R]) -> tuple[_R, int]:
+    """``run()``'s result and the peak bytes allocated while it ran (tracemalloc traces
+    numpy's buffers): what the memory tests bound."""
+    tracemalloc.start()
+    try:
+        result = run()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 @dataclass

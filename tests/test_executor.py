@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-import tracemalloc
 from dataclasses import replace
 
 import numpy as np
@@ -27,6 +26,7 @@ from driver.executor import (
 from driver.hal.types import ErrorStatus, HalError, OperandLifeTime
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.testing import traced_peak
 from driver.validation import validate_model
 
 F32 = np.float32
@@ -166,12 +166,7 @@ def test_freed_temporaries_release_their_memory():
 
     def peak_bytes(n: int) -> int:
         ex = Executor(add_chain(n, dims=(size,)))
-        tracemalloc.start()
-        try:
-            (out,) = ex.run([x])
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        (out,), peak = traced_peak(lambda: ex.run([x]))
         assert out[0] == n
         return peak
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from driver.device import ReferenceDevice
 from driver.hal.types import HalVersion, OperandLifeTime, OperandType, OperationType, OutputShape
+from driver.testing import traced_peak
 from fuzz.cli import main as cli_main
 from randomgraph.spec import dsl
 from randomgraph.spec.dsl import SpecError, UniqueNames
@@ -617,12 +618,7 @@ def test_an_ignored_output_is_not_materialized(tmp_path):
         "o = IgnoredOutput('o', 'TENSOR_FLOAT32', '{4096, 4096}')\n"
         "model.Operation('ABS', i).To(o)\nExample({i: [1.0, 2.0], o: []})\n"
     )
-    tracemalloc.start()
-    try:
-        tests = load_spec(p)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    tests, peak = traced_peak(lambda: load_spec(p))
     assert peak < 16 * 2**20
     out = operand(tests[0], "o")
     assert out.is_ignored and out.data == [] and out.array().shape == (4096, 4096)

@@ -44,6 +44,7 @@ from driver.hal.types import (
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.memory import allocate_shared_memory
+from driver.testing import traced_peak
 from driver.wire import DecodeFailure, WireDecodeError, WireEncodeError
 from tests.operations.examples import all_examples
 
@@ -839,12 +840,7 @@ def test_fuzz_resolver_never_allocates_a_declared_pool_size():
         struct.pack("<IQI", 0, (1 << 64) - 1, 6) + b"ashmem",
         struct.pack("<I", 0),
     )
-    tracemalloc.start()
-    try:
-        model = wire.decode_model(data)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    model, peak = traced_peak(lambda: wire.decode_model(data))
     assert model.pools[0].size == (1 << 64) - 1 and model.pools[0].handle is None
     assert peak < 64 * 1024
 

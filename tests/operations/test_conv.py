@@ -5,7 +5,6 @@ against an independent scalar implementation, and the cross-type properties."""
 from __future__ import annotations
 
 import math
-import tracemalloc
 from dataclasses import dataclass, replace
 from unittest import mock
 
@@ -20,7 +19,15 @@ from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations import conv
 from driver.operations.conv import explicit_padding, explicit_padding_transpose, out_size
-from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
+from driver.testing import (
+    assert_rejected,
+    output,
+    run_op,
+    scalar,
+    single_op_model,
+    tensor,
+    traced_peak,
+)
 from driver.validation import validate_model
 
 RELAXED_TOL = 5 * 2.0**-10
@@ -1065,12 +1072,7 @@ def test_huge_padding_memory_follows_the_output_not_the_padding(op):
         [output(T.TENSOR_FLOAT32, (1, 599, 599, out_c))],
     )  # fmt: skip
     validate_model(model)
-    tracemalloc.start()
-    try:
-        (got,) = Executor(model).run(feeds)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    (got,), peak = traced_peak(lambda: Executor(model).run(feeds))
     # The real pixel lies under every tap of the 3x3 windows at rows/columns 298..300.
     want = np.zeros_like(got)
     want[0, 298:301, 298:301] = 64.0 if op == O.CONV_2D else 1.0
@@ -1117,12 +1119,7 @@ def test_memory_follows_the_input_not_its_exact_float_copy(op, t):
         return x, Executor(model).run(feeds)[0]
 
     _, one = run(1)
-    tracemalloc.start()
-    try:
-        x, got = run(1 << 20)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    (x, got), peak = traced_peak(lambda: run(1 << 20))
     np.testing.assert_array_equal(got, np.broadcast_to(one, got.shape))
     assert peak < 2 * (x.nbytes + got.nbytes) + (48 << 20), f"peak {peak >> 20} MB"
 

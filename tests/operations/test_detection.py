@@ -10,7 +10,6 @@ differently, so agreement is an independent check.
 from __future__ import annotations
 
 import math
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -37,6 +36,7 @@ from driver.testing import (
     scalar,
     single_op_model,
     tensor,
+    traced_peak,
 )
 from tests.operations.examples_detection import EXAMPLES
 
@@ -607,7 +607,6 @@ def test_roi_huge_outputs_and_ratios_keep_temporaries_small():
     # Found by growing INT32 parameters: ROI_POOLING sized by its output height / width
     # from a 4x4 map held ~11x its output in bin edges and maxima; ROI_ALIGN with a large
     # output or sampling ratio held all of one box's bilinear samples (~50x its output).
-    import tracemalloc
 
     x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
     q = np.arange(16, dtype=np.uint8).reshape(1, 4, 4, 1)
@@ -620,12 +619,7 @@ def test_roi_huge_outputs_and_ratios_keep_temporaries_small():
         lambda: roi_align(x, [[0, 0, 4, 4]], [0], (2, 2), ratios=(1 << 18, 2)),
     ]
     for k, run in enumerate(runs):
-        tracemalloc.start()
-        try:
-            out = run()
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        out, peak = traced_peak(run)
         assert peak < 2 * out.nbytes + (24 << 20), (k, peak >> 20, out.nbytes >> 20)
 
 
@@ -701,7 +695,6 @@ def test_roi_many_boxes_keep_temporaries_small():
     # A fuzzer's TILE of one box gives 10^5 boxes, which the kernels looped over at
     # ~300 us a box (minutes). Runs of boxes and chunks of boxes keep the per-box
     # geometry and the gathers to a few MB besides the inputs and the output.
-    import tracemalloc
 
     rng = np.random.default_rng(0)
     count = 1 << 17
@@ -715,12 +708,7 @@ def test_roi_many_boxes_keep_temporaries_small():
         lambda: roi_pool(q, rois, ids, (2, 2), type=Q8, scale=0.1),
     ]
     for k, run in enumerate(runs):
-        tracemalloc.start()
-        try:
-            out = run()
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        out, peak = traced_peak(run)
         io = q.nbytes + rois.nbytes + ids.nbytes + out.nbytes
         assert peak < 3 * io + (32 << 20), (k, peak >> 20, io >> 20)
 
@@ -890,12 +878,9 @@ def test_heatmap_many_boxes_need_little_more_memory_than_their_input():
     n = 1 << 19
     hm = np.random.default_rng(0).integers(0, 256, (n, 3, 3, 2), dtype=np.uint8)
     boxes = np.tile(np.array([[0, 8, 40, 64]], np.uint16), (n, 1))
-    tracemalloc.start()
-    try:
-        score, _ = heatmap(hm, boxes, t=Q8, scale=0.1, zp=128, out_scale=0.07, out_zp=100)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    (score, _), peak = traced_peak(
+        lambda: heatmap(hm, boxes, t=Q8, scale=0.1, zp=128, out_scale=0.07, out_zp=100)
+    )
     assert peak < 3 * (hm.nbytes + boxes.nbytes) + (32 << 20), f"peak {peak >> 20} MB"
     np.testing.assert_array_equal(
         score[-1],
@@ -1000,12 +985,9 @@ def test_bbox_transform_many_boxes_need_little_more_memory_than_their_input():
         tensor(I32, np.zeros(n, np.int32)),
         tensor(Q16A, [[240, 200]], scale=0.125),
     ]
-    tracemalloc.start()
-    try:
-        (got,) = run_op(O.AXIS_ALIGNED_BBOX_TRANSFORM, ins, [output(Q16A, (n, 4), scale=0.125)])
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    (got,), peak = traced_peak(
+        lambda: run_op(O.AXIS_ALIGNED_BBOX_TRANSFORM, ins, [output(Q16A, (n, 4), scale=0.125)])
+    )
     io = rois.nbytes + deltas.nbytes + 4 * n + got.nbytes
     assert peak < 3 * io, f"peak {peak >> 20} MB"
     want = bbox(rois[-1:], deltas[-1:], [0], [[240, 200]], t=Q16A, delta_t=Q8, scale=0.05, zp=128)
@@ -1203,12 +1185,7 @@ def test_box_nms_many_candidates_need_little_more_memory_than_their_input():
     scores = np.tile(np.array([[0, 200], [0, 190], [0, 100]], np.uint8), (n // 3 + 1, 1))[:n]
     rois = np.tile(np.array([[0, 0, 8, 8, 0, 0, 80, 80]], np.uint16), (n, 1))
     ids = np.zeros(n, np.int32)
-    tracemalloc.start()
-    try:
-        got = box_nms(scores, rois, ids, thr=0.5, t=Q8, scale=0.005, zp=0)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(lambda: box_nms(scores, rois, ids, thr=0.5, t=Q8, scale=0.005, zp=0))
     assert peak < 4 * (scores.nbytes + rois.nbytes + ids.nbytes), f"peak {peak >> 20} MB"
     np.testing.assert_array_equal(got[1], [[0, 0, 80, 80]])  # one box survives hard NMS
 

@@ -3,7 +3,6 @@ checked against the independent scalar reference, and the cross-type properties.
 
 from __future__ import annotations
 
-import tracemalloc
 from unittest import mock
 
 import numpy as np
@@ -15,7 +14,15 @@ from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations import fully_connected
-from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
+from driver.testing import (
+    assert_rejected,
+    output,
+    run_op,
+    scalar,
+    single_op_model,
+    tensor,
+    traced_peak,
+)
 from tests.operations.test_conv import RELAXED_TOL, act_float, ref_requantize
 
 QI, QW, QO = (0.5, 127), (0.25, 120), (1.0, 130)
@@ -129,12 +136,7 @@ def test_a_large_quantized_batch_needs_little_more_memory_than_its_input():
         scalar(T.INT32, 0),
     ]
     outs = [output(T.TENSOR_QUANT8_ASYMM, (1 << 21, 2), scale=QO[0], zero_point=QO[1])]
-    tracemalloc.start()
-    try:
-        (y,) = run_op(O.FULLY_CONNECTED, ins, outs)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    (y,), peak = traced_peak(lambda: run_op(O.FULLY_CONNECTED, ins, outs))
     assert peak < 2 * x.nbytes + (32 << 20), f"peak {peak >> 20} MB"
     acc = (x[-3:].astype(np.int64) - QI[1]) @ (w - QW[1]).T + [5, -5]
     want = ref_requantize(acc, QI[0], QW[0], QO[0], QO[1], 0, T.TENSOR_QUANT8_ASYMM)

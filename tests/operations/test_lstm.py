@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import tracemalloc
 from dataclasses import replace
 
 import numpy as np
@@ -35,6 +34,7 @@ from driver.testing import (
     scalar,
     single_op_model,
     tensor,
+    traced_peak,
 )
 from driver.validation import validate_model
 from tests.operations.examples_lstm import (
@@ -782,12 +782,7 @@ def test_quantized_lstm_cells_of_a_huge_batch_need_little_more_memory_than_their
     model, feeds = single_op_model(op, args, outs)
     validate_model(model, HalVersion.V1_3)
     executor = Executor(model)
-    tracemalloc.start()
-    try:
-        results = executor.run(feeds)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    results, peak = traced_peak(lambda: executor.run(feeds))
     io = sum(r.nbytes for r in results) + sum(np.asarray(f).nbytes for f in feeds)
     assert peak < 2 * io + (8 << 20), f"peak {peak >> 20} MB for {io >> 20} MB of io"
 

@@ -5,7 +5,6 @@ checked bit for bit against Android's CTS expectations while developing.)"""
 
 from __future__ import annotations
 
-import tracemalloc
 from unittest import mock
 
 import numpy as np
@@ -18,7 +17,15 @@ from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations import normalization as norm_ops
-from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
+from driver.testing import (
+    assert_rejected,
+    output,
+    run_op,
+    scalar,
+    single_op_model,
+    tensor,
+    traced_peak,
+)
 
 RELAXED_TOL = 5 * 2.0**-10
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
@@ -277,12 +284,7 @@ def test_quantized_kernels_on_a_huge_input_need_little_more_than_it(kernel, shap
     # A 4 MB input, in short rows or in one long row: whole-tensor int64 temporaries
     # would take 8 bytes an element, several times over; the kernels work by blocks.
     q = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
-    tracemalloc.start()
-    try:
-        got = kernel(q, axis=-1, t=Q8, scale=0.1, zp=100)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(lambda: kernel(q, axis=-1, t=Q8, scale=0.1, zp=100))
     assert got.shape == shape
     assert peak < 4 * q.nbytes + (16 << 20), f"peak {peak >> 20} MB"
 
@@ -459,12 +461,7 @@ def test_float_kernels_on_a_huge_input_need_little_more_than_it(kernel):
     # A 4 MB float16 input: whole-tensor float32 temporaries would take 4 bytes an
     # element, several times over; the kernels work by slabs of whole lines.
     x = np.random.default_rng(0).uniform(-3, 3, (16, 128, 128, 8)).astype(np.float16)
-    tracemalloc.start()
-    try:
-        got = kernel(x)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(lambda: kernel(x))
     assert got.shape == x.shape
     assert peak < 3 * x.nbytes + (8 << 20), f"peak {peak >> 20} MB"
 

@@ -4,7 +4,6 @@ formulation in every form, and the cross-type properties."""
 from __future__ import annotations
 
 import math
-import tracemalloc
 from dataclasses import dataclass, replace
 from unittest import mock
 
@@ -19,7 +18,15 @@ from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations import pooling
 from driver.operations.conv import explicit_padding, out_size
-from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
+from driver.testing import (
+    assert_rejected,
+    output,
+    run_op,
+    scalar,
+    single_op_model,
+    tensor,
+    traced_peak,
+)
 from driver.validation import validate_model
 
 RELAXED_TOL = 5 * 2.0**-10
@@ -327,12 +334,7 @@ def test_quantized_average_memory_follows_the_input_not_an_int64_copy(shape):
         [output(T.TENSOR_QUANT8_ASYMM, (n, h // 2, w // 2, c), **q)],
     )
     validate_model(model)
-    tracemalloc.start()
-    try:
-        (got,) = Executor(model).run(feeds)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    (got,), peak = traced_peak(lambda: Executor(model).run(feeds))
     sums = x.reshape(n, h // 2, 2, w // 2, 2, c).sum(axis=(2, 4), dtype=np.int64)
     np.testing.assert_array_equal(got, (sums + 2) // 4)
     assert peak < 2 * (x.nbytes + got.nbytes) + (48 << 20), f"peak {peak >> 20} MB"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import tracemalloc
 from unittest import mock
 
 import numpy as np
@@ -15,7 +14,7 @@ from driver.hal.types import HalVersion, SymmPerChannelQuantParams
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations import quantization
-from driver.testing import output, tensor
+from driver.testing import output, tensor, traced_peak
 from tests.operations.test_elementwise import (
     accepts,
     assert_rejection,
@@ -88,12 +87,9 @@ def test_quantize_blocks_of_one_element_give_the_one_block_result():
 def test_quantize_float16_needs_little_more_memory_than_its_input():
     # 16 MB of float16: whole-array float32 temporaries took 16 bytes an element.
     x = np.random.default_rng(0).normal(size=1 << 23).astype(np.float16)
-    tracemalloc.start()
-    try:
-        got = run1(O.QUANTIZE, [tensor(F16, x)], output(U8, x.shape, scale=0.01, zero_point=128))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(
+        lambda: run1(O.QUANTIZE, [tensor(F16, x)], output(U8, x.shape, scale=0.01, zero_point=128))
+    )
     assert peak < x.nbytes + (24 << 20), f"peak {peak >> 20} MB"
     want = np.clip(np.round(x[:5].astype(np.float64) / np.float32(0.01)) + 128, 0, 255)
     np.testing.assert_array_equal(got[:5], want)
@@ -198,12 +194,7 @@ def test_cast_float16_to_quant8_needs_little_more_memory_than_its_input():
     # 16 MB of float16 out of uint8's range: the saturating conversion's float64
     # temporaries took 24 bytes an element of the whole input.
     x = np.random.default_rng(0).normal(0, 300, 1 << 23).astype(np.float16)
-    tracemalloc.start()
-    try:
-        got = run1(O.CAST, [tensor(F16, x)], output(U8, x.shape, scale=1.0))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(lambda: run1(O.CAST, [tensor(F16, x)], output(U8, x.shape, scale=1.0)))
     assert peak < x.nbytes + (24 << 20), f"peak {peak >> 20} MB"
     np.testing.assert_array_equal(got[:5], np.clip(np.trunc(x[:5]), 0, 255))
 

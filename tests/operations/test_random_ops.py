@@ -20,7 +20,7 @@ from driver.operations.random_ops import (
     philox4x32,
     philox_doubles,
 )
-from driver.testing import assert_example, omitted, output, run_op, scalar, tensor
+from driver.testing import assert_example, omitted, output, run_op, scalar, tensor, traced_peak
 from tests.operations.examples_random_ops import EXAMPLES
 from tests.operations.test_elementwise import assert_rejection
 
@@ -354,17 +354,13 @@ def test_seeded_keys_hash_as_the_materialized_keys(seed_bytes):
 def test_lsh_of_many_rows_needs_little_more_memory_than_its_input():
     # 1M rows of 4 bytes and 6 seeds: whole-input keys and hash temporaries per seed took
     # ~15x the input; LSH now hashes a block of keys at a time.
-    import tracemalloc
 
     rng = np.random.default_rng(10)
     data = rng.integers(-(2**31), 2**31, 1 << 20).astype(np.int32)
     weights = rng.standard_normal(1 << 20).astype(np.float32)
-    tracemalloc.start()
-    try:
-        got = lsh([[0.25, -1.5], [3.0, 0.125], [-2.0, 7.5]], data, weights, 2)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(
+        lambda: lsh([[0.25, -1.5], [3.0, 0.125], [-2.0, 7.5]], data, weights, 2)
+    )
     assert got.shape == (6,)
     assert peak < 3 * (data.nbytes + weights.nbytes) + (4 << 20), f"peak {peak >> 20} MB"
 

@@ -5,7 +5,6 @@ transliterate Android's kernels."""
 from __future__ import annotations
 
 import re
-import tracemalloc
 from unittest import mock
 
 import numpy as np
@@ -18,7 +17,15 @@ from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations import reduction
 from driver.operations.reduction import sequential_fold
-from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
+from driver.testing import (
+    assert_rejected,
+    output,
+    run_op,
+    scalar,
+    single_op_model,
+    tensor,
+    traced_peak,
+)
 from driver.validation import validate_model
 from tests.operations.examples_shape import assert_signed_twin, quant8_examples
 
@@ -117,22 +124,12 @@ def test_mean_quantized_divides_stored_values_with_truncation():
     np.testing.assert_array_equal(signed, [10 - 128, 151 - 128])
 
 
-def _peak_of(f):
-    """(f(), the tracemalloc peak while f runs)."""
-    tracemalloc.start()
-    try:
-        result = f()
-        return result, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_mean_quantized_needs_little_more_memory_than_its_input():
     # 4M pairs of int8 (8 MB) to 4M means: the int64 sums and their quotient took 8 bytes
     # an output each, the signed-to-unsigned copy 3 bytes an input element.
     x = np.tile(np.array([[-128, 127], [5, 6]], np.int8), (1 << 21, 1))
     ins = [tensor(Q8S, x, scale=0.5, zero_point=3), i32([1]), i(0)]
-    got, peak = _peak_of(lambda: run1(O.MEAN, ins, Q8S, scale=0.5, zero_point=3))
+    got, peak = traced_peak(lambda: run1(O.MEAN, ins, Q8S, scale=0.5, zero_point=3))
     assert peak < 2 * x.nbytes + (8 << 20), f"peak {peak >> 20} MB"
     np.testing.assert_array_equal(got[:4], [-1, 5, -1, 5])  # floor((0 + 255) / 2) - 128
 
@@ -343,7 +340,7 @@ def test_arg_along_a_long_first_axis_needs_little_more_memory_than_its_input(col
     # 16 MB of quant8: whole-array weights took 4 bytes an element, indexes 8 a row.
     x = np.random.default_rng(4).integers(0, 256, ((1 << 24) // columns, columns), np.uint8)
     ins = [tensor(Q8, x, scale=0.5), i(0)]
-    got, peak = _peak_of(lambda: run1(O.ARGMIN, ins, I32))
+    got, peak = traced_peak(lambda: run1(O.ARGMIN, ins, I32))
     assert peak < x.nbytes + (8 << 20), f"peak {peak >> 20} MB"
     np.testing.assert_array_equal(got, np.argmin(x, axis=0))
 

@@ -4,7 +4,6 @@ mode, a direct per-pixel float64 formulation, and the cross-type properties."""
 from __future__ import annotations
 
 import math
-import tracemalloc
 from unittest import mock
 
 import numpy as np
@@ -16,7 +15,15 @@ from driver.hal.types import ErrorStatus, HalError, HalVersion
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations import resize as resize_ops
-from driver.testing import assert_rejected, output, run_op, scalar, single_op_model, tensor
+from driver.testing import (
+    assert_rejected,
+    output,
+    run_op,
+    scalar,
+    single_op_model,
+    tensor,
+    traced_peak,
+)
 
 RELAXED_TOL = 5 * 2.0**-10
 Q8, S8, F32, F16 = (
@@ -265,12 +272,9 @@ def test_a_huge_output_needs_little_more_memory_than_itself(op):
     # A 64 MB quant8 output 16M pixels wide. Per-pixel coordinates or index arrays for
     # the whole output would take 8-16 bytes a pixel; the kernels make them per block.
     x = np.arange(4, dtype=np.uint8).reshape(1, 2, 2, 1)
-    tracemalloc.start()
-    try:
-        got = resize(op, x, (4, 1 << 24), t=Q8, nchw=False, q={"scale": 1.0, "zero_point": 0})
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(
+        lambda: resize(op, x, (4, 1 << 24), t=Q8, nchw=False, q={"scale": 1.0, "zero_point": 0})
+    )
     assert got.shape == (1, 4, 1 << 24, 1)
     np.testing.assert_array_equal(got[0, [0, -1], [0, -1], 0], [0, 3])
     assert peak < 2 * got.nbytes + (32 << 20), f"peak {peak >> 20} MB"
