@@ -4,17 +4,17 @@ INSTANCE_NORMALIZATION (Android 11 ``Softmax.cpp``, ``LogSoftmax.cpp``,
 ``InstanceNormalization.cpp``).
 
 Float kernels compute in float32 (float16 operands are widened and the result rounded to
-float16), a slab of whole lines along the axis at a time. Quantized SOFTMAX is tflite's integer algorithm bit for bit: the input
-differences to the row maximum scaled to Q5.26 by ``PreprocessSoftmaxScaling``, gemmlowp's
-fixed-point ``exp_on_negative_values`` summed in Q12.19, the reciprocal by
-``one_over_one_plus_x_for_x_in_0_1``, output scale 1/256. Quantized L2_NORMALIZATION is
-tflite's: the int32 sum of squared zero-point-offset inputs, its inverse square root from
-``GetInvSqrtQuantizedMultiplierExp``, ``128 * (x - zp)`` multiplied by it, output scale
-1/128. Signed inputs run the same integer algorithms, so their results are exactly the
-unsigned ones minus 128. The integer kernels run a block of rows at a time (long rows in
-segments, their integer sums being exact in any order), SOFTMAX's per-element stages
-looked up by the distance to the row maximum, so their temporaries stay small whatever
-the input's size.
+float16), a slab of whole lines along the axis at a time. Quantized SOFTMAX is tflite's
+integer algorithm bit for bit: the input differences to the row maximum scaled to Q5.26 by
+``PreprocessSoftmaxScaling``, gemmlowp's fixed-point ``exp_on_negative_values`` summed in
+Q12.19, the reciprocal by ``one_over_one_plus_x_for_x_in_0_1``, output scale 1/256.
+Quantized L2_NORMALIZATION is tflite's: the int32 sum of squared zero-point-offset inputs,
+its inverse square root from ``GetInvSqrtQuantizedMultiplierExp``, ``128 * (x - zp)``
+multiplied by it, output scale 1/128. Signed inputs run the same integer algorithms, so
+their results are exactly the unsigned ones minus 128. The integer kernels run a block of
+rows at a time (long rows in segments, their integer sums being exact in any order),
+SOFTMAX's per-element stages looked up by the distance to the row maximum, so their
+temporaries stay small whatever the input's size.
 """
 
 from __future__ import annotations
