@@ -39,10 +39,13 @@ def main(argv=None) -> int:
     p.add_argument("-v", action="store_true", help="print passing tests too")
     p.add_argument("--driver", default="reference")
     a = p.parse_args(argv)
+    files = sorted(Path(a.dir).glob("*.json.gz"))
+    if not files:  # "0 passed, 0 failed" would read as a clean run
+        p.error(f"no *.json.gz test files in {a.dir} (give the cts-starter folder as DIR)")
     device = load_device(a.driver)
     counts = {PASS: 0, FAIL: 0, SKIP: 0}
     per_op: dict[str, dict[str, int]] = defaultdict(lambda: {PASS: 0, FAIL: 0, SKIP: 0})
-    for f in sorted(Path(a.dir).glob("*.json.gz")):
+    for f in files:
         with gzip.open(f) as fh:
             tests = json.load(fh)
         for t in tests:
