@@ -26,7 +26,7 @@ The three behaviour hooks receive one :class:`OperationContext`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -414,3 +414,13 @@ class OperationContext:
 
 def dtype_of(ctx: OperationContext, output: int = 0) -> np.dtype:
     return storage_dtype(ctx.output_type(output))
+
+
+def item_blocks(count: int, elements_per_item: int, block_elements: int) -> Iterator[slice]:
+    """Slices covering ``range(count)`` in order, each of about ``block_elements`` /
+    ``elements_per_item`` items (at least one): how a kernel walks a leading axis of
+    independent items (batch rows, boxes, elements) so that its wide temporaries are per
+    block, whatever the input's size."""
+    step = max(1, block_elements // max(1, elements_per_item))
+    for start in range(0, count, step):
+        yield slice(start, min(start + step, count))

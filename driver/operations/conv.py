@@ -48,6 +48,7 @@ from driver.operations.base import (
     Signature,
     Unknown,
     dtype_of,
+    item_blocks,
 )
 from driver.operations.base import T as _T
 from driver.operations.quant import (
@@ -519,13 +520,11 @@ def _by_batch(
     """``kernel`` on slices of the batch of at most ``_IM2COL_BLOCK // per_item`` items
     (at least one), written into one (N, OH, OW, C) output: the kernels' blocks of
     positions span the batch, so a huge batch of tiny images must be split first."""
-    n = src.raw.shape[0]
-    step = max(1, _IM2COL_BLOCK // max(1, per_item))
-    if n <= step:
+    batches = list(item_blocks(src.raw.shape[0], per_item, _IM2COL_BLOCK))
+    if len(batches) <= 1:
         return kernel(src)
     out = np.empty(out_shape, dtype=dtype)
-    for b0 in range(0, n, step):
-        batch = slice(b0, min(n, b0 + step))
+    for batch in batches:
         out[batch] = kernel(src.part(batch))
     return out
 
@@ -683,47 +682,32 @@ def _depthwise_blocks(
     (N, OH, OW, C*M) NHWC in the output ``dtype``. One vectorized multiply-add per filter
     tap and block of output positions, each tap gathered from the stored input (the zero
     pixel where it falls in the padding) and converted."""
-    n = src.raw.shape[0]
+    _, h, in_w, c = src.raw.shape
     fh, fw, cout = w.shape
-    return _by_batch(
-        src,
-        (n, oh, ow, cout),
-        dtype,
-        oh * ow * cout * fh * fw,  # as the blocks count: products of every tap
-        lambda part: _depthwise_part(part, w, p, pads, oh, ow, finish, dtype),
-    )
-
-
-def _depthwise_part(
-    src: _Input,
-    w: np.ndarray,
-    p: ConvParams,
-    pads: tuple[int, int, int, int],
-    oh: int,
-    ow: int,
-    finish: Callable[[np.ndarray], np.ndarray],
-    dtype: np.dtype,
-) -> np.ndarray:
-    n, h, in_w, c = src.raw.shape
-    fh, fw, cout = w.shape
-    m = cout // c
     left, _, top, _ = pads
-    x_ext = _zero_extended(src)
-    wt = w.reshape(fh, fw, c, m)
-    out = np.empty((n, oh * ow, cout), dtype=dtype)
-    per_position = max(1, n * cout)  # a zero batch still makes one (empty) block
-    step = max(1, min(_IM2COL_BLOCK // (per_position * fh * fw), _OUTPUT_BLOCK // per_position))
-    for start in range(0, max(oh * ow, 1), step):
-        rows, columns = np.divmod(np.arange(start, min(oh * ow, start + step)), ow)
-        iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
-        ix = _tap_indices(in_w, columns, p.stride_w, left, fw, p.dilation_w)
-        acc = np.zeros((n, len(rows), c, m), dtype=src.dtype)
-        for i in range(fh):
-            for j in range(fw):
-                tap = src.exact(np.take(x_ext, iy[:, i] * (in_w + 1) + ix[:, j], axis=1))
-                acc += tap[..., None] * wt[i, j]
-        out[:, start : start + len(rows)] = finish(acc.reshape(n, len(rows), cout))
-    return out.reshape(n, oh, ow, cout)
+    wt = w.reshape(fh, fw, c, cout // c)
+
+    def batch_part(part: _Input) -> np.ndarray:
+        n = part.raw.shape[0]
+        x_ext = _zero_extended(part)
+        out = np.empty((n, oh * ow, cout), dtype=dtype)
+        per_position = max(1, n * cout)  # a zero batch still makes one (empty) block
+        step = max(1, min(_IM2COL_BLOCK // (per_position * fh * fw), _OUTPUT_BLOCK // per_position))
+        for start in range(0, max(oh * ow, 1), step):
+            rows, columns = np.divmod(np.arange(start, min(oh * ow, start + step)), ow)
+            iy = _tap_indices(h, rows, p.stride_h, top, fh, p.dilation_h)
+            ix = _tap_indices(in_w, columns, p.stride_w, left, fw, p.dilation_w)
+            acc = np.zeros((n, len(rows), c, wt.shape[3]), dtype=part.dtype)
+            for i in range(fh):
+                for j in range(fw):
+                    tap = part.exact(np.take(x_ext, iy[:, i] * (in_w + 1) + ix[:, j], axis=1))
+                    acc += tap[..., None] * wt[i, j]
+            out[:, start : start + len(rows)] = finish(acc.reshape(n, len(rows), cout))
+        return out.reshape(n, oh, ow, cout)
+
+    n = src.raw.shape[0]
+    per_item = oh * ow * cout * fh * fw  # as the blocks count: products of every tap
+    return _by_batch(src, (n, oh, ow, cout), dtype, per_item, batch_part)
 
 
 def _filter_scales(ctx: OperationContext) -> np.ndarray | float:

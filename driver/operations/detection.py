@@ -55,6 +55,7 @@ from driver.operations.base import (
     Shape,
     Signature,
     dtype_of,
+    item_blocks,
     storage_dtype,
 )
 from driver.operations.base import T as _T
@@ -205,13 +206,6 @@ _BOX_BLOCK_ELEMENTS = 1 << 20
 """Input elements per block of boxes for the kernels that work box by box
 (AXIS_ALIGNED_BBOX_TRANSFORM, HEATMAP_MAX_KEYPOINT): their float32 copies and
 (de)quantization temporaries, several times the input, are per block."""
-
-
-def _box_blocks(num_boxes: int, elements_per_box: int) -> Iterator[slice]:
-    """Slices of consecutive boxes of about ``_BOX_BLOCK_ELEMENTS`` input elements."""
-    step = max(1, _BOX_BLOCK_ELEMENTS // max(1, elements_per_box))
-    for start in range(0, num_boxes, step):
-        yield slice(start, start + step)
 
 
 # ---------------------------------------------------------------------------------------
@@ -456,7 +450,9 @@ def _execute_bbox_transform(ctx: OperationContext) -> list[np.ndarray]:
     _check_rois_ordered(ctx, rois, "input 0 (roi)")
     num_rois, row = ctx.value(1).shape
     out = np.empty((num_rois, row), dtype=dtype_of(ctx))
-    for block in _box_blocks(num_rois, row):  # box by box: any blocking gives the same
+    for block in item_blocks(
+        num_rois, row, _BOX_BLOCK_ELEMENTS
+    ):  # box by box: any blocking gives the same
         boxes = bbox_transform(rois[block], _float_input(ctx, 1, block), info[ids[block]])
         out[block] = _float_output(ctx, 0, boxes)
     return [out]
@@ -1405,7 +1401,9 @@ def _execute_heatmap(ctx: OperationContext) -> list[np.ndarray]:
     keypoints = c if nchw else w
     score = np.empty((num_boxes, keypoints), dtype=dtype_of(ctx, 0))
     location = np.empty((num_boxes, keypoints, 2), dtype=dtype_of(ctx, 1))
-    for block in _box_blocks(num_boxes, c * h * w):  # box by box: any blocking gives the same
+    for block in item_blocks(
+        num_boxes, c * h * w, _BOX_BLOCK_ELEMENTS
+    ):  # box by box: any blocking gives the same
         hm = _float_input(ctx, 0, block)
         if nchw:
             hm = np.transpose(hm, (0, 2, 3, 1))

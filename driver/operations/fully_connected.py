@@ -22,6 +22,7 @@ from driver.operations.base import (
     Signature,
     Unknown,
     dtype_of,
+    item_blocks,
 )
 from driver.operations.base import T as _T
 from driver.operations.conv import (
@@ -140,9 +141,8 @@ def _execute_quantized(ctx: OperationContext, x: np.ndarray, act: int) -> np.nda
     finish = requantizer(ctx, b, np.float32(ctx.input_scale(1)), act)
     batch, input_size = x.shape
     out = np.empty((batch, w.shape[0]), dtype=dtype_of(ctx))
-    rows = max(1, _BLOCK_ELEMENTS // (input_size + w.shape[0]))
-    for r0 in range(0, batch, rows):
-        out[r0 : r0 + rows] = finish(np.subtract(x[r0 : r0 + rows], zx, dtype=dtype) @ wq_t)
+    for rows in item_blocks(batch, input_size + w.shape[0], _BLOCK_ELEMENTS):
+        out[rows] = finish(np.subtract(x[rows], zx, dtype=dtype) @ wq_t)
     return out
 
 

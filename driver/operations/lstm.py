@@ -49,7 +49,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +61,7 @@ from driver.operations.base import (
     Shape,
     Signature,
     Unknown,
+    item_blocks,
     storage_dtype,
 )
 from driver.operations.base import T as _T
@@ -156,14 +157,6 @@ BATCH_BLOCK_ELEMENTS = 1 << 16
 """Batch rows are independent in every cell, so the integer cells compute a block of rows
 at a time: their int64 temporaries (a few dozen per row and unit) stay about this many
 elements each, whatever the batch, instead of many times the input and state tensors."""
-
-
-def batch_blocks(n_batch: int, row_width: int) -> Iterator[slice]:
-    """Slices of about :data:`BATCH_BLOCK_ELEMENTS` / ``row_width`` batch rows (at least
-    one) covering ``range(n_batch)`` in order."""
-    step = max(1, BATCH_BLOCK_ELEMENTS // max(1, row_width))
-    for start in range(0, n_batch, step):
-        yield slice(start, min(start + step, n_batch))
 
 
 @functools.cache
@@ -1083,7 +1076,7 @@ def _execute_q16(ctx: OperationContext) -> list[np.ndarray]:
     bias_scale = ctx.input_scale(9)
     state = np.empty((n_batch, n_output), dtype=np.int16)
     out = np.empty((n_batch, n_output), dtype=np.uint8)
-    for rows in batch_blocks(n_batch, n_input + n_output):
+    for rows in item_blocks(n_batch, n_input + n_output, BATCH_BLOCK_ELEMENTS):
         state[rows], out[rows] = quantized_lstm_cell(
             x[rows], prev_output[rows], weights, biases, bias_scale, prev_cell[rows]
         )
@@ -1397,7 +1390,7 @@ def _execute_qlstm(ctx: OperationContext) -> list[np.ndarray]:
     x, h_prev, c_prev = ctx.value(0), ctx.value(18), ctx.value(19)
     out8 = np.empty((n_batch, n_output), dtype=np.int8)
     c_out = np.empty((n_batch, n_cell), dtype=np.int16)
-    for block in batch_blocks(n_batch, max(n_input, n_cell, n_output)):
+    for block in item_blocks(n_batch, max(n_input, n_cell, n_output), BATCH_BLOCK_ELEMENTS):
         wide = [v[block].astype(np.int64) for v in (x, h_prev, c_prev)]
         out8[block], c_out[block] = rows(*wide)
     return [out8, c_out, out8.copy()]

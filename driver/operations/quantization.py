@@ -22,6 +22,7 @@ from driver.operations.base import (
     Shape,
     Signature,
     dtype_of,
+    item_blocks,
     storage_dtype,
 )
 from driver.operations.base import T as _T
@@ -102,8 +103,7 @@ def _by_blocks(
     """The elementwise ``convert`` of ``x`` as ``dtype``, a block of elements at a time."""
     flat = x.reshape(-1)
     out = np.empty(flat.shape, dtype=dtype)
-    for start in range(0, flat.size, _BLOCK_ELEMENTS):
-        block = slice(start, start + _BLOCK_ELEMENTS)
+    for block in item_blocks(flat.size, 1, _BLOCK_ELEMENTS):
         out[block] = convert(flat[block])
     return out.reshape(x.shape)
 
