@@ -202,9 +202,10 @@ def test_log_softmax_matches_reference(case, beta):
 # ---------------------------------------------------------------------------------------
 
 
-def test_l2_normalization_by_hand_and_zero_vector():
-    y = l2norm(np.array([[3, 4], [0, 0]], dtype=np.float32))
-    np.testing.assert_allclose(y, [[0.6, 0.8], [0, 0]], rtol=1e-6)
+def test_l2_normalization_by_hand_tiny_and_zero_vectors():
+    # A norm below 1e-6 divides by 1e-6 (tflite's epsilon): 5e-7 is not scaled up to 1.
+    y = l2norm(np.array([[3, 4], [3e-7, 4e-7], [0, 0]], dtype=np.float32))
+    np.testing.assert_allclose(y, [[0.6, 0.8], [0.3, 0.4], [0, 0]], rtol=1e-6)
 
 
 @given(float_tensors())
