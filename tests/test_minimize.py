@@ -23,7 +23,14 @@ from randomgraph.differential import (
     with_unknown_output_dims,
 )
 from randomgraph.generator import GeneratorConfig, generate_with
-from randomgraph.minimize import MinimizeOptions, fingerprint, minimize, resized, sub_test
+from randomgraph.minimize import (
+    MinimizeOptions,
+    Minimizer,
+    fingerprint,
+    minimize,
+    resized,
+    sub_test,
+)
 from randomgraph.spec.dumper import dump_spec
 from randomgraph.testmodel import TestModel
 
@@ -85,6 +92,25 @@ def test_graph_reduction_keeps_the_failing_operation_only():
     assert np.prod(m.test.main.operands[m.test.main.output_indexes[0]].dimensions) <= 2
     assert any(s.startswith("dims") for s in m.steps), m.steps
     assert c.check(m.test).outcome == Outcome.WRONG
+
+
+def test_a_candidate_failing_at_another_operation_is_another_bug():
+    # planted-activation ignores the activation of ADD and of MUL: from the ADD failure, a
+    # candidate that fails only at a MUL is another bug, not a reduction of this one.
+    c = checker("planted-activation")
+    t = graph(act=1)
+    target = c.check(t)
+    assert target.outcome == Outcome.WRONG and target.signature == "ADD"
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (4,))
+    y = m.add_output(T.TENSOR_FLOAT32, (4,))
+    m.add_operation(O.MUL, [x, x, m.add_scalar(T.INT32, 3)], [y])  # RELU6 of x * x
+    mul_only = TestModel.from_hal("mul", m.build(), [np.array([1, 2, 3, 4], np.float32)])
+    other = c.check(mul_only)
+    assert other.outcome == Outcome.WRONG and other.signature == "MUL"
+    reducer = Minimizer(c, target)
+    assert reducer.reproduces(mul_only) is None
+    assert reducer.reproduces(t) is not None
 
 
 class InterruptedAfter:

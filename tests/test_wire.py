@@ -677,8 +677,6 @@ def test_mutations_of_built_models_decode_or_raise_wire_errors(model, data):
 # Declared sizes never drive allocation
 # ---------------------------------------------------------------------------------------
 
-HUGE = 1 << 31
-
 
 def _subgraph_head(n_opnd=0, n_oper=0, n_in=0, n_out=0) -> bytes:
     return struct.pack("<IIII", n_opnd, n_oper, n_in, n_out)
@@ -690,9 +688,11 @@ def _model(*parts: bytes) -> bytes:
 
 EMPTY_SG = _subgraph_head()
 TAIL = struct.pack("<III", 0, 0, 0)  # no operand values, pools or extension names
+# Each declared count one past its limit (LIMIT_EXCEEDED: the boundary itself), or at
+# its limit (then the bytes run out: TRUNCATED).
 HUGE_DECLARATIONS = {
     "operands": (
-        _model(struct.pack("<II", 0, 0), _subgraph_head(HUGE)),
+        _model(struct.pack("<II", 0, 0), _subgraph_head(wire.MAX_OPERANDS + 1)),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "operands within the limit": (
@@ -700,14 +700,17 @@ HUGE_DECLARATIONS = {
         DecodeFailure.TRUNCATED,
     ),
     "operations": (
-        _model(struct.pack("<II", 0, 0), _subgraph_head(0, HUGE)),
+        _model(struct.pack("<II", 0, 0), _subgraph_head(0, wire.MAX_OPERATIONS + 1)),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "subgraph inputs": (
         _model(struct.pack("<II", 0, 0), _subgraph_head(0, 0, wire.MAX_OPERANDS)),
         DecodeFailure.TRUNCATED,
     ),
-    "referenced subgraphs": (_model(struct.pack("<II", 0, HUGE)), DecodeFailure.LIMIT_EXCEEDED),
+    "referenced subgraphs": (
+        _model(struct.pack("<II", 0, wire.MAX_SUBGRAPHS)),
+        DecodeFailure.LIMIT_EXCEEDED,
+    ),
     "referenced subgraphs within the limit": (
         _model(struct.pack("<II", 0, wire.MAX_SUBGRAPHS - 1), EMPTY_SG),
         DecodeFailure.TRUNCATED,
@@ -721,11 +724,17 @@ HUGE_DECLARATIONS = {
         DecodeFailure.TRUNCATED,
     ),
     "operation outputs": (
-        _model(struct.pack("<II", 0, 0), _subgraph_head(0, 1), struct.pack("<III", 0, 0, HUGE)),
+        _model(
+            struct.pack("<II", 0, 0),
+            _subgraph_head(0, 1),
+            struct.pack("<III", 0, 0, wire.MAX_OPERATION_ARGUMENTS + 1),
+        ),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "operand rank": (
-        _model(struct.pack("<II", 0, 0), _subgraph_head(1), bytes([255, 0]), bytes(32)),
+        _model(
+            struct.pack("<II", 0, 0), _subgraph_head(1), bytes([wire.MAX_RANK + 1, 0]), bytes(32)
+        ),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "per-channel scales": (
@@ -744,12 +753,14 @@ HUGE_DECLARATIONS = {
             _subgraph_head(1),
             bytes([0, 2]),
             bytes(32),
-            struct.pack("<I", HUGE),
+            struct.pack("<I", wire.MAX_EXTENSION_PARAMS_BYTES + 1),
         ),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "operand values": (
-        _model(struct.pack("<II", 0, 0), EMPTY_SG, struct.pack("<I", HUGE)),
+        _model(
+            struct.pack("<II", 0, 0), EMPTY_SG, struct.pack("<I", wire.MAX_OPERAND_VALUES_BYTES + 1)
+        ),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "operand values within the limit": (
@@ -759,7 +770,7 @@ HUGE_DECLARATIONS = {
         DecodeFailure.TRUNCATED,
     ),
     "pools": (
-        _model(struct.pack("<II", 0, 0), EMPTY_SG, struct.pack("<II", 0, HUGE)),
+        _model(struct.pack("<II", 0, 0), EMPTY_SG, struct.pack("<II", 0, wire.MAX_POOLS + 1)),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "pool name": (
@@ -767,16 +778,20 @@ HUGE_DECLARATIONS = {
             struct.pack("<II", 0, 0),
             EMPTY_SG,
             struct.pack("<II", 0, 1),
-            struct.pack("<IQI", 0, 1 << 62, HUGE),
+            struct.pack("<IQI", 0, 1 << 62, wire.MAX_STRING_BYTES + 1),
         ),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "extension names": (
-        _model(struct.pack("<II", 0, 0), EMPTY_SG, struct.pack("<III", 0, 0, HUGE)),
+        _model(
+            struct.pack("<II", 0, 0),
+            EMPTY_SG,
+            struct.pack("<III", 0, 0, wire.MAX_EXTENSION_NAMES + 1),
+        ),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "request arguments": (
-        _with_body(wire.MessageKind.REQUEST, struct.pack("<III", HUGE, HUGE, 0)),
+        _with_body(wire.MessageKind.REQUEST, struct.pack("<III", 1, wire.MAX_REQUEST_ARGUMENTS, 0)),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "request arguments within the limit": (
@@ -788,7 +803,10 @@ HUGE_DECLARATIONS = {
         DecodeFailure.TRUNCATED,
     ),
     "operand performance": (
-        _with_body(wire.MessageKind.CAPABILITIES, bytes(32) + struct.pack("<I", HUGE)),
+        _with_body(
+            wire.MessageKind.CAPABILITIES,
+            bytes(32) + struct.pack("<I", wire.MAX_OPERAND_PERFORMANCE + 1),
+        ),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "output shapes": (
@@ -798,13 +816,36 @@ HUGE_DECLARATIONS = {
     "status message": (
         _with_body(
             wire.MessageKind.EXECUTION_RESULT,
-            struct.pack("<IQQI", 0, 0, 0, 0) + struct.pack("<I", HUGE),
+            struct.pack("<IQQI", 0, 0, 0, 0) + struct.pack("<I", wire.MAX_STATUS_MESSAGE_BYTES + 1),
         ),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "buffer roles": (
         _with_body(wire.MessageKind.BUFFER_ALLOCATION, struct.pack("<II", 0, 60000)),
         DecodeFailure.TRUNCATED,
+    ),
+    "per-channel scales over the limit": (
+        _model(
+            struct.pack("<II", 0, 0),
+            _subgraph_head(1),
+            bytes([0, 1]),
+            bytes(32),
+            struct.pack("<II", 0, wire.MAX_CHANNEL_SCALES + 1),
+        ),
+        DecodeFailure.LIMIT_EXCEEDED,
+    ),
+    "output shapes over the limit": (
+        _with_body(
+            wire.MessageKind.EXECUTION_RESULT,
+            struct.pack("<IQQI", 0, 0, 0, wire.MAX_OUTPUT_SHAPES + 1),
+        ),
+        DecodeFailure.LIMIT_EXCEEDED,
+    ),
+    "buffer roles over the limit": (
+        _with_body(
+            wire.MessageKind.BUFFER_ALLOCATION, struct.pack("<II", 0, wire.MAX_BUFFER_ROLES + 1)
+        ),
+        DecodeFailure.LIMIT_EXCEEDED,
     ),
 }
 
