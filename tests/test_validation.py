@@ -706,6 +706,12 @@ RULES: list[Rule] = [
         rf"{OPERAND} 2: CONSTANT_COPY offset \d+ \+ length 4 is beyond operandValues",
     ),
     Rule(
+        "CONSTANT_COPY one byte beyond operandValues",
+        two_adds,
+        lambda m: with_location(m, 2, offset=len(m.operand_values) - 3),
+        rf"{OPERAND} 2: CONSTANT_COPY offset \d+ \+ length 4 is beyond operandValues",
+    ),
+    Rule(
         "CONSTANT_COPY offset near 2^32 (no wrap-around)",
         two_adds,
         lambda m: with_location(m, 1, offset=2**32 - 8),
@@ -752,6 +758,12 @@ RULES: list[Rule] = [
         two_adds,
         lambda m: with_location(m, 4, offset=8),
         rf"{OPERAND} 4: CONSTANT_REFERENCE offset 8 \+ length 16 is beyond pool 0",
+    ),
+    Rule(
+        "CONSTANT_REFERENCE one byte beyond its pool",
+        two_adds,
+        lambda m: with_location(m, 4, offset=1),
+        rf"{OPERAND} 4: CONSTANT_REFERENCE offset 1 \+ length 16 is beyond pool 0",
     ),
     *[
         Rule(
@@ -1281,6 +1293,13 @@ def _r_beyond_pool():
     return m, with_argument(r, "outputs", 0, location=DataLocation(1, 8, 16))
 
 
+@request_rule("one byte beyond the pool")
+def _r_one_byte_beyond_pool():
+    r"""request output 0: offset 1 \+ length 16 is beyond pool 1 \(16 bytes\)"""
+    m, r = simple_request()
+    return m, with_argument(r, "outputs", 0, location=DataLocation(1, 1, 16))
+
+
 @request_rule("negative offset")
 def _r_negative_offset():
     r"""request input 0: location .* is not all uint32"""
@@ -1300,6 +1319,13 @@ def _r_dims():
     r"""request input 0: dimension 1 is 3, the model's operand 0 says 2"""
     m, r = simple_request()
     return m, with_argument(r, "inputs", 0, dimensions=(2, 3))
+
+
+@request_rule("a dimension smaller than the model's")
+def _r_smaller_dims():
+    r"""request input 0: dimension 0 is 1, the model's operand 0 says 2"""
+    m, r = simple_request()
+    return m, with_argument(r, "inputs", 0, dimensions=(1, 2))
 
 
 @request_rule("input with an unspecified dimension")
