@@ -685,8 +685,10 @@ MEMORY_DOMAIN_RULES = [
         "role_violation",
         ErrorStatus.INVALID_ARGUMENT,
     ),
-    ("copy_from size mismatch", "copy_size", ErrorStatus.INVALID_ARGUMENT),
-    ("copy_to size mismatch", "copy_to_size", ErrorStatus.INVALID_ARGUMENT),
+    ("copy_from a smaller memory", "copy_size", ErrorStatus.INVALID_ARGUMENT),
+    ("copy_from a larger memory", "copy_from_larger", ErrorStatus.INVALID_ARGUMENT),
+    ("copy_to a smaller memory", "copy_to_size", ErrorStatus.INVALID_ARGUMENT),
+    ("copy_to a larger memory", "copy_to_larger", ErrorStatus.INVALID_ARGUMENT),
     ("copy_to of an uninitialized buffer", "copy_to_uninit", ErrorStatus.GENERAL_FAILURE),
     ("unknown token", "bad_token", ErrorStatus.INVALID_ARGUMENT),
 ]
@@ -712,9 +714,11 @@ def test_memory_domain_rules(device, name, action, expected):
         got = pm.execute_synchronously(req)[0]
     elif action == "copy_size":
         got = buf.copy_from(memory_from_bytes(b"\0" * 20), (2, 3))
-    elif action == "copy_to_size":
+    elif action == "copy_from_larger":  # the sizes must be equal, as IBuffer says
+        got = buf.copy_from(memory_from_bytes(b"\0" * 28), (2, 3))
+    elif action in ("copy_to_size", "copy_to_larger"):
         assert buf.copy_from(memory_from_bytes(b"\0" * 24), (2, 3)) == ErrorStatus.NONE
-        got = buf.copy_to(allocate_shared_memory(16))
+        got = buf.copy_to(allocate_shared_memory(16 if action == "copy_to_size" else 32))
     elif action == "copy_to_uninit":
         got = buf.copy_to(allocate_shared_memory(24))
     elif action == "bad_token":

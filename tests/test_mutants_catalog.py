@@ -1,0 +1,59 @@
+"""The mutation catalog (tools/mutants.toml) stays current, and tools/mutants.py tells a
+killed mutant from a survivor. The whole catalog runs by hand: ``python3 tools/mutants.py``."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("mutants", ROOT / "tools" / "mutants.py")
+mutants = importlib.util.module_from_spec(_spec)
+sys.modules["mutants"] = mutants  # its dataclass looks its module up
+_spec.loader.exec_module(mutants)
+
+
+def test_every_mutant_applies_to_the_tree():
+    catalog = mutants.load_catalog()
+    assert catalog
+    ids = [m.id for m in catalog]
+    assert len(ids) == len(set(ids)), "duplicate mutant ids"
+    stale = {m.id: mutants.stale_reason(m) for m in catalog}
+    assert not {k: v for k, v in stale.items() if v}, stale
+    assert all(m.guards.strip() and m.tests for m in catalog)
+
+
+def _tree_for(tmp_path: Path) -> Path:
+    """A tree with what one mutant's tests need: the packages and the tests folder."""
+    for name in ("driver", "randomgraph", "fuzz", "tests", "pyproject.toml"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, tmp_path / name)
+    return tmp_path
+
+
+def test_a_broken_fact_is_killed_and_a_harmless_change_survives(tmp_path):
+    (killer,) = [m for m in mutants.load_catalog() if m.id == "criteria-fp32-atol"]
+    tree = _tree_for(tmp_path)
+    path = tree / killer.file
+    before = path.read_text()
+    verdict, detail = mutants.run_mutant(killer, tree, timeout=120)
+    assert verdict == "killed", detail
+    assert path.read_text() == before  # restored
+    harmless = mutants.Mutant(
+        "comment",
+        "nothing",
+        killer.file,
+        "(atol, rtol) of the generated-test criteria for one output type.",
+        "(atol, rtol) of the generated-test criteria of one output type.",
+        killer.tests,
+    )
+    assert mutants.stale_reason(harmless, tree) is None
+    verdict, detail = mutants.run_mutant(harmless, tree, timeout=120)
+    assert verdict == "survived", detail
+    moved = mutants.Mutant("moved", "nothing", killer.file, "no such text", "x", killer.tests)
+    assert mutants.run_mutant(moved, tree, timeout=120)[0] == "stale"
