@@ -913,17 +913,24 @@ def test_priority_scheduler_serves_high_before_low():
         with sched.slot(Priority.LOW):
             release.wait(5)
 
-    def job(priority):
+    def job(priority, name):
         with sched.slot(priority):
-            order.append(priority)
+            order.append(name)
 
     holder = threading.Thread(target=hold)
     holder.start()
     while sched._running == 0:
         time.sleep(0.001)
     jobs = []
-    for p in (Priority.LOW, Priority.LOW, Priority.HIGH, Priority.MEDIUM):
-        t = threading.Thread(target=job, args=(p,))
+    queued = [
+        (Priority.LOW, "low 1"),
+        (Priority.MEDIUM, "medium 1"),
+        (Priority.LOW, "low 2"),
+        (Priority.HIGH, "high"),
+        (Priority.MEDIUM, "medium 2"),
+    ]
+    for p, name in queued:
+        t = threading.Thread(target=job, args=(p, name))
         t.start()
         jobs.append(t)
         while len(sched._waiters) < len(jobs):
@@ -931,7 +938,20 @@ def test_priority_scheduler_serves_high_before_low():
     release.set()
     for t in [holder, *jobs]:
         t.join(5)
-    assert order == [Priority.HIGH, Priority.MEDIUM, Priority.LOW, Priority.LOW]
+    # By priority, and first come first served within one.
+    assert order == ["high", "medium 1", "medium 2", "low 1", "low 2"]
+
+
+def test_an_execution_may_use_the_whole_memory_budget():
+    sched = PriorityScheduler(Budget(max_concurrent=2, memory_bytes=100))
+    soon = time.monotonic_ns() + 2_000_000_000  # a wrongly refused slot fails, not hangs
+    with sched.slot(Priority.MEDIUM, soon, memory_bytes=100):
+        pass
+    with (
+        sched.slot(Priority.MEDIUM, soon, memory_bytes=60),
+        sched.slot(Priority.MEDIUM, soon, memory_bytes=40),
+    ):
+        assert sched._running == 2
 
 
 def test_priority_ordering_under_load_through_the_device(slow_add):
