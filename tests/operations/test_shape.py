@@ -399,7 +399,7 @@ def test_strided_slice_1d(begin, end, stride, masks, expected):
     got = run1(O.STRIDED_SLICE, [f32(X10), i32([begin]), i32([end]), i32([stride]), *map(i, masks)])
     # A fully shrunk result is [1] (Android's prepare never produces rank 0).
     want = np.asarray(expected, np.float32).reshape(-1 if np.ndim(expected) else 1)
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, want, strict=True)  # strict: the shapes too
 
 
 def test_strided_slice_masks_per_dimension():
