@@ -286,9 +286,15 @@ def test_signatures_ignore_line_numbers_values_and_runner_frames():
         ]
     )
     assert frames == ("fuzz.targets.model:test_one_input", "driver.validation:_check_graph")
+    # The innermost frames name a bug: a deep stack keeps its last three.
+    deep = [(str(ROOT / "driver" / "executor.py"), f"level_{k}") for k in range(6)]
+    assert project_frames(deep) == tuple(f"driver.executor:level_{k}" for k in (3, 4, 5))
     a = Outcome("a", "crash", "ContractViolation", "operand 3 of [1, 2] returned 'X' (said: 7)")
     b = Outcome("b", "crash", "ContractViolation", "operand 12 of [4] returned 'Y' (said: 9)")
     assert a.signature() == b.signature()
+    # Another broken contract is another bug, with the same frames or not.
+    c = Outcome("c", "crash", "ContractViolation", "a valid model was rejected (said: 4)")
+    assert c.signature() != a.signature()
     dump = (
         "Timeout (0:00:05)!\nThread 0x1 (most recent call first):\n"
         f'  File "{ROOT}/driver/operations/pooling.py", line 127 in _windows\n'
