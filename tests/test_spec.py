@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from driver.builder import ModelBuilder
 from driver.device import ReferenceDevice
 from driver.hal.types import HalVersion, OperandLifeTime, OperandType, OperationType, OutputShape
 from driver.testing import traced_peak
@@ -828,6 +829,32 @@ def test_dump_load_round_trip_property(tmp_path_factory, test):
     tmp = tmp_path_factory.mktemp("rt")
     back = _round_trip(tmp, test)
     assert _normalized(back) == _normalized(test)
+
+
+def test_dump_keeps_the_sign_of_negative_zero(tmp_path):
+    # A minimized failure may hinge on -0.0 (1 / -0.0 is -inf); int() dropped its sign.
+    m = ModelBuilder()
+    x = m.add_input(OperandType.TENSOR_FLOAT32, (4,))
+    c = m.add_constant(OperandType.TENSOR_FLOAT32, (4,), [-0.0, 0.0, -3.0, 1.5])
+    y = m.add_output(OperandType.TENSOR_FLOAT32, (4,))
+    m.add_operation(OperationType.ADD, [c, x, m.add_scalar(OperandType.INT32, 0)], [y])
+    given = np.array([-0.0, 1, 1, 1], np.float32)
+    total = given + np.array([-0.0, 0, -3, 1.5], np.float32)  # -0.0 + -0.0 is -0.0
+    test = TestModel.from_hal("negzero", m.build(), [given], [total])
+    back = _round_trip(tmp_path, test)
+    main = back.main
+    signs = {
+        "input": np.signbit(main.operands[main.input_indexes[0]].array()),
+        "constant": np.signbit(
+            next(o for o in main.operands if o.lifetime == OperandLifeTime.CONSTANT_COPY).array()
+        ),
+        "output": np.signbit(main.operands[main.output_indexes[0]].array()),
+    }
+    assert {k: v.tolist() for k, v in signs.items()} == {
+        "input": [True, False, False, False],
+        "constant": [True, False, True, False],
+        "output": [True, False, True, False],
+    }
 
 
 # --- runner and CLI ---------------------------------------------------------------------------

@@ -32,6 +32,8 @@ def _float(v: float) -> str:
     if math.isinf(f):
         return 'float("inf")' if f > 0 else 'float("-inf")'
     if f == int(f) and abs(f) < 2**53:
+        if f == 0 and math.copysign(1.0, f) < 0:
+            return "-0.0"  # int() drops the sign, which 1 / x or RSQRT would show
         return f"{int(f)}.0"  # exact and readable
     return f'float.fromhex("{f.hex()}")'
 
