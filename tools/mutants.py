@@ -13,7 +13,7 @@ tests with ``CI=true``. A mutant is *killed* when its tests fail (or time out), 
 when they pass, and is *stale* when its text is not in its file exactly once (the code
 moved: update the entry). Exit status 0 iff every mutant is killed.
 
-Run it by hand, like the benchmarks: about two minutes for the whole catalog.
+Run it by hand, like the benchmarks: about four minutes for the whole catalog.
 Every entry was a survivor once or guards a fact the tests must hold (docs/design.md,
 "Testing"). ``tests/test_mutants_catalog.py`` keeps the catalog current in CI.
 """
