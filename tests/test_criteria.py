@@ -45,6 +45,17 @@ def test_every_criteria_set_is_covered_here():
 # --- generated tests ------------------------------------------------------------------
 
 
+def _generated_tolerance(type_code, fp16_model=False, mobilenet_quantized=False):
+    """Android's (atol, rtol) for one output type of a generated test."""
+    if type_code == T.TENSOR_BOOL8:
+        return 0.0, 0.0
+    if type_code == T.TENSOR_FLOAT16 or (type_code == T.TENSOR_FLOAT32 and fp16_model):
+        return GENERATED_FP16
+    if type_code == T.TENSOR_FLOAT32:
+        return GENERATED_FP32
+    return (3.0 if mobilenet_quantized else 1.0), 0.0
+
+
 def _generated_passes(type_code, actual, expected, dtype, **flags) -> bool:
     a = np.array(actual, dtype)
     e = np.array(expected, dtype)
@@ -114,6 +125,12 @@ F16_ULP_AT_64 = 2.0 ** (6 - 10)  # float16 spacing in [64, 128)
     ],
 )
 def test_generated_criteria_boundaries(case, type_code, dtype, flags, expected, inside, outside):
+    if dtype is not np.bool_:  # the cases sit on either side of Android's tolerance
+        atol, rtol = _generated_tolerance(type_code, **flags)
+        e = float(np.asarray(expected, dtype))
+        tolerance = atol + rtol * abs(e)
+        assert abs(float(np.asarray(inside, dtype)) - e) <= tolerance
+        assert abs(float(np.asarray(outside, dtype)) - e) > tolerance
     assert _generated_passes(type_code, [expected, inside], [expected, expected], dtype, **flags)
     assert not _generated_passes(
         type_code, [expected, outside], [expected, expected], dtype, **flags
