@@ -3,6 +3,7 @@ only what their HAL version had, and refuse the rest as that version would."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -171,6 +172,29 @@ def test_priority_and_prepare_deadline_need_1_3(name):
     assert device.prepare_model(model)[0] == E.NONE
     modern = load_device("reference")
     assert modern.prepare_model(model, priority=Priority.HIGH, deadline=future)[0] == E.NONE
+
+
+@pytest.mark.parametrize("name", list(LEVELS))
+@pytest.mark.parametrize("inner", ["registered", "a 1.3 driver"])
+def test_compilation_caching_reaches_the_driver_from_1_2(name, inner):
+    # Before 1.2 prepareModel has no cache arguments: the files stay untouched, also when
+    # the wrapped driver itself could cache.
+    if inner == "registered":
+        device = load_device(name)
+    else:
+        device = FeatureLevelDevice(ReferenceDevice(), LEVELS[name])
+    model_cache = os.memfd_create("nnfuzz-model-cache", os.MFD_CLOEXEC)
+    data_cache = os.memfd_create("nnfuzz-data-cache", os.MFD_CLOEXEC)
+    try:
+        status, _ = device.prepare_model(
+            one_op(Op.ADD), model_cache=[model_cache], data_cache=[data_cache], token=bytes(32)
+        )
+        assert status == E.NONE
+        written = os.fstat(model_cache).st_size > 0 and os.fstat(data_cache).st_size > 0
+        assert written == (LEVELS[name] >= V.V1_2)
+    finally:
+        os.close(model_cache)
+        os.close(data_cache)
 
 
 @pytest.mark.parametrize("name", list(LEVELS))
