@@ -838,16 +838,18 @@ def test_dump_keeps_the_sign_of_negative_zero(tmp_path):
     c = m.add_constant(OperandType.TENSOR_FLOAT32, (4,), [-0.0, 0.0, -3.0, 1.5])
     y = m.add_output(OperandType.TENSOR_FLOAT32, (4,))
     m.add_operation(OperationType.ADD, [c, x, m.add_scalar(OperandType.INT32, 0)], [y])
-    given = np.array([-0.0, 1, 1, 1], np.float32)
-    total = given + np.array([-0.0, 0, -3, 1.5], np.float32)  # -0.0 + -0.0 is -0.0
-    test = TestModel.from_hal("negzero", m.build(), [given], [total])
-    back = _round_trip(tmp_path, test)
-    main = back.main
+    fed = np.array([-0.0, 1, 1, 1], np.float32)
+    total = fed + np.array([-0.0, 0, -3, 1.5], np.float32)  # -0.0 + -0.0 is -0.0
+    test = TestModel.from_hal("negzero", m.build(), [fed], [total])
+    main = _round_trip(tmp_path, test).main
+    (constant,) = [
+        o
+        for o in main.operands
+        if o.lifetime == OperandLifeTime.CONSTANT_COPY and o.type == OperandType.TENSOR_FLOAT32
+    ]
     signs = {
         "input": np.signbit(main.operands[main.input_indexes[0]].array()),
-        "constant": np.signbit(
-            next(o for o in main.operands if o.lifetime == OperandLifeTime.CONSTANT_COPY).array()
-        ),
+        "constant": np.signbit(constant.array()),
         "output": np.signbit(main.operands[main.output_indexes[0]].array()),
     }
     assert {k: v.tolist() for k, v in signs.items()} == {
