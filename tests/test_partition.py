@@ -3,6 +3,8 @@ on its driver, and computes exactly what the whole model computes on the referen
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,16 +14,21 @@ from driver.builder import ModelBuilder, build_request
 from driver.device import CollectingCallback, ReferenceDevice
 from driver.drivers.partial import PartialDevice
 from driver.hal.types import (
+    Capabilities,
     ErrorStatus,
+    ExecutionPreference,
     HalVersion,
     Model,
     OperandLifeTime,
+    OperandPerformance,
     OperandType,
     OperationType,
+    PerformanceInfo,
     Priority,
 )
 from driver.partition import (
     PartitionedDevice,
+    assign_devices,
     execute_partitioned,
     extract_submodel,
     form_steps,
@@ -369,6 +376,40 @@ def test_capabilities_choose_between_members():
     status, plan = device.plan(model)
     assert [device.device_names[d] for d in plan.assignment][:1] == ["partial-minimal"]
     assert [device.device_names[d] for d in plan.assignment][4] == "slow-float"
+
+
+def _caps(tensor, relaxed, if_, while_=(1.0, 1.0)) -> Capabilities:
+    """Capabilities with the given (exec_time, power_usage) figures."""
+    return Capabilities(
+        relaxed_float32_to_float16_performance_tensor=PerformanceInfo(*relaxed),
+        operand_performance=(
+            OperandPerformance(OperandType.TENSOR_FLOAT32, PerformanceInfo(*tensor)),
+        ),
+        if_performance=PerformanceInfo(*if_),
+        while_performance=PerformanceInfo(*while_),
+    )
+
+
+def test_assignment_reads_the_figure_the_operation_and_preference_call_for():
+    # Member 0 is faster on float32 tensors, member 1 uses less power; member 1 is faster
+    # on relaxed tensors and on IF (and, as a decoy, slower on WHILE).
+    fast = _caps(tensor=(0.5, 4.0), relaxed=(4.0, 4.0), if_=(4.0, 4.0))
+    frugal = _caps(tensor=(2.0, 0.25), relaxed=(0.5, 4.0), if_=(0.5, 4.0), while_=(9.0, 9.0))
+    m = ModelBuilder()
+    x = m.add_input(OperandType.TENSOR_FLOAT32, (2,))
+    y = m.add_output(OperandType.TENSOR_FLOAT32, (2,))
+    m.add_operation(OperationType.ADD, [x, x, m.add_scalar(OperandType.INT32, 0)], [y])
+    add = m.build()
+
+    def assigned(model, **kw):
+        n = len(model.main.operations)
+        return assign_devices(model, [[True] * n] * 2, [fast, frugal], has_fallback=False, **kw)
+
+    assert assigned(add) == [0]
+    assert assigned(add, preference=ExecutionPreference.LOW_POWER) == [1]
+    relaxed = dataclasses.replace(add, relax_computation_float32_to_float16=True)
+    assert assigned(relaxed) == [1]
+    assert assigned(if_model()) == [1, 0]  # the IF, then a float32 SUB
 
 
 # --- partitioned execution equals the whole model ------------------------------------------
