@@ -510,10 +510,24 @@ class _Input:
         return _Input(self.raw[batch], self.zero, self.dtype)
 
 
+@dataclass(frozen=True)
+class _Output:
+    """What a kernel writes: its geometry (the parameters' strides and dilations, the
+    explicit paddings, OH x OW), how the accumulated sums become output values
+    (``finish``) and the output's dtype."""
+
+    p: ConvParams
+    pads: tuple[int, int, int, int]
+    oh: int
+    ow: int
+    finish: Callable[[np.ndarray], np.ndarray]
+    dtype: np.dtype
+
+
 def _by_batch(
     src: _Input,
-    out_shape: tuple[int, int, int, int],
-    dtype: np.dtype,
+    out: _Output,
+    cout: int,
     per_item: int,
     kernel: Callable[[_Input], np.ndarray],
 ) -> np.ndarray:
@@ -523,10 +537,10 @@ def _by_batch(
     batches = list(item_blocks(src.raw.shape[0], per_item, _IM2COL_BLOCK))
     if len(batches) <= 1:
         return kernel(src)
-    out = np.empty(out_shape, dtype=dtype)
+    result = np.empty((src.raw.shape[0], out.oh, out.ow, cout), dtype=out.dtype)
     for batch in batches:
-        out[batch] = kernel(src.part(batch))
-    return out
+        result[batch] = kernel(src.part(batch))
+    return result
 
 
 def _tap_indices(
@@ -559,79 +573,48 @@ def _patches(x_ext: np.ndarray, in_w: int, iy: np.ndarray, ix: np.ndarray) -> np
     return np.take(x_ext, flat.reshape(-1), axis=1)
 
 
-def _conv_blocks(
-    src: _Input,
-    w: np.ndarray,
-    p: ConvParams,
-    pads: tuple[int, int, int, int],
-    oh: int,
-    ow: int,
-    finish: Callable[[np.ndarray], np.ndarray],
-    dtype: np.dtype,
-    groups: int = 1,
-) -> np.ndarray:
+def _conv_blocks(src: _Input, w: np.ndarray, out: _Output, groups: int = 1) -> np.ndarray:
     """``finish`` of the sum over each window of x * w: NHWC input, filter
-    [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout) NHWC in the output ``dtype``; im2col
+    [Cout, fh, fw, Cin/groups] -> (N, OH, OW, Cout) NHWC in the output dtype; im2col
     of the stored input, its conversion to exact compute values, one matrix product and
     ``finish`` per block of output rows and columns (the tap indexes of a column block are
     computed once, for all its rows)."""
     n, _, _, c = src.raw.shape
     cout, fh, fw, _ = w.shape
+    oh, ow = out.oh, out.ow
     if n == 0 or oh * ow == 0:
-        return finish(np.zeros((n, oh, ow, cout), dtype=src.dtype))
+        return out.finish(np.zeros((n, oh, ow, cout), dtype=src.dtype))
     per_item = oh * ow * max(fh * fw * c, cout)
-
-    def kernel(part: _Input) -> np.ndarray:
-        if fh == fw == 1 and not any(pads):
-            return _pointwise_blocks(part, w, p, oh, ow, finish, dtype, groups)
-        return _im2col_blocks(part, w, p, pads, oh, ow, finish, dtype, groups)
-
-    return _by_batch(src, (n, oh, ow, cout), dtype, per_item, kernel)
+    blocks = _pointwise_blocks if fh == fw == 1 and not any(out.pads) else _im2col_blocks
+    return _by_batch(src, out, cout, per_item, lambda part: blocks(part, w, out, groups))
 
 
-def _pointwise_blocks(
-    src: _Input,
-    w: np.ndarray,
-    p: ConvParams,
-    oh: int,
-    ow: int,
-    finish: Callable[[np.ndarray], np.ndarray],
-    dtype: np.dtype,
-    groups: int,
-) -> np.ndarray:
+def _pointwise_blocks(src: _Input, w: np.ndarray, out: _Output, groups: int) -> np.ndarray:
     """:func:`_conv_blocks` for an unpadded 1x1 filter: no patches to gather, each block
     of output rows is a strided view of the input, converted and multiplied."""
     n, _, _, c = src.raw.shape
     cout = w.shape[0]
-    sh, sw = p.stride_h, p.stride_w
-    out = np.empty((n, oh, ow, cout), dtype=dtype)
+    sh, sw = out.p.stride_h, out.p.stride_w
+    oh, ow = out.oh, out.ow
+    result = np.empty((n, oh, ow, cout), dtype=out.dtype)
     step = max(1, min(_IM2COL_BLOCK // (n * ow * c), _OUTPUT_BLOCK // (n * ow * cout)))
     for r0 in range(0, oh, step):
         r1 = min(oh, r0 + step)
         view = src.raw[:, r0 * sh : (r1 - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw]
         block = _conv_product(src.exact(view).reshape(-1, c), w, groups)
-        out[:, r0:r1] = finish(block.reshape(n, r1 - r0, ow, cout))
-    return out
+        result[:, r0:r1] = out.finish(block.reshape(n, r1 - r0, ow, cout))
+    return result
 
 
-def _im2col_blocks(
-    src: _Input,
-    w: np.ndarray,
-    p: ConvParams,
-    pads: tuple[int, int, int, int],
-    oh: int,
-    ow: int,
-    finish: Callable[[np.ndarray], np.ndarray],
-    dtype: np.dtype,
-    groups: int,
-) -> np.ndarray:
+def _im2col_blocks(src: _Input, w: np.ndarray, out: _Output, groups: int) -> np.ndarray:
     """:func:`_conv_blocks` by im2col, gathered from the input with a zero pixel appended
     (no padded copy)."""
     n, h, in_w, c = src.raw.shape
     cout, fh, fw, _ = w.shape
-    left, _, top, _ = pads
+    p, oh, ow = out.p, out.oh, out.ow
+    left, _, top, _ = out.pads
     x_ext = _zero_extended(src)
-    out = np.empty((n, oh, ow, cout), dtype=dtype)
+    result = np.empty((n, oh, ow, cout), dtype=out.dtype)
     # Each tap of a position also has an int64 index: as large as two float32 elements,
     # it outweighs the patch when N*C is 1.
     per_tap = max(n * c, 2)
@@ -647,10 +630,10 @@ def _im2col_blocks(
             cols = src.exact(_patches(x_ext, in_w, iy, ix))
             block = _conv_product(cols.reshape(-1, fh * fw * c), w, groups)
             del cols  # before finish allocates: lets the allocator reuse the block's memory
-            out[:, r0 : r0 + rows.size, c0 : c0 + columns.size] = finish(
+            result[:, r0 : r0 + rows.size, c0 : c0 + columns.size] = out.finish(
                 block.reshape(n, rows.size, columns.size, cout)
             )
-    return out
+    return result
 
 
 def _conv_product(cols: np.ndarray, w: np.ndarray, groups: int) -> np.ndarray:
@@ -668,29 +651,21 @@ def _conv_product(cols: np.ndarray, w: np.ndarray, groups: int) -> np.ndarray:
     return out.transpose(1, 0, 2).reshape(-1, cout)
 
 
-def _depthwise_blocks(
-    src: _Input,
-    w: np.ndarray,
-    p: ConvParams,
-    pads: tuple[int, int, int, int],
-    oh: int,
-    ow: int,
-    finish: Callable[[np.ndarray], np.ndarray],
-    dtype: np.dtype,
-) -> np.ndarray:
+def _depthwise_blocks(src: _Input, w: np.ndarray, out: _Output) -> np.ndarray:
     """Depthwise: NHWC input [N,H,W,C], filter [fh, fw, C*M] -> ``finish`` of the sums,
-    (N, OH, OW, C*M) NHWC in the output ``dtype``. One vectorized multiply-add per filter
+    (N, OH, OW, C*M) NHWC in the output dtype. One vectorized multiply-add per filter
     tap and block of output positions, each tap gathered from the stored input (the zero
     pixel where it falls in the padding) and converted."""
     _, h, in_w, c = src.raw.shape
     fh, fw, cout = w.shape
-    left, _, top, _ = pads
+    p, oh, ow = out.p, out.oh, out.ow
+    left, _, top, _ = out.pads
     wt = w.reshape(fh, fw, c, cout // c)
 
     def batch_part(part: _Input) -> np.ndarray:
         n = part.raw.shape[0]
         x_ext = _zero_extended(part)
-        out = np.empty((n, oh * ow, cout), dtype=dtype)
+        result = np.empty((n, oh * ow, cout), dtype=out.dtype)
         per_position = max(1, n * cout)  # a zero batch still makes one (empty) block
         step = max(1, min(_IM2COL_BLOCK // (per_position * fh * fw), _OUTPUT_BLOCK // per_position))
         for start in range(0, max(oh * ow, 1), step):
@@ -702,12 +677,11 @@ def _depthwise_blocks(
                 for j in range(fw):
                     tap = part.exact(np.take(x_ext, iy[:, i] * (in_w + 1) + ix[:, j], axis=1))
                     acc += tap[..., None] * wt[i, j]
-            out[:, start : start + len(rows)] = finish(acc.reshape(n, len(rows), cout))
-        return out.reshape(n, oh, ow, cout)
+            result[:, start : start + len(rows)] = out.finish(acc.reshape(n, len(rows), cout))
+        return result.reshape(n, oh, ow, cout)
 
-    n = src.raw.shape[0]
     per_item = oh * ow * cout * fh * fw  # as the blocks count: products of every tap
-    return _by_batch(src, (n, oh, ow, cout), dtype, per_item, batch_part)
+    return _by_batch(src, out, cout, per_item, batch_part)
 
 
 def _filter_scales(ctx: OperationContext) -> np.ndarray | float:
@@ -851,6 +825,17 @@ def _output_hw(
     return pads, oh, ow
 
 
+def _output(
+    ctx: OperationContext, p: ConvParams, src: _Input, w: np.ndarray, b, quantized: bool
+) -> _Output:
+    """The :class:`_Output` of a CONV_2D, DEPTHWISE_CONV_2D or GROUPED_CONV_2D (filter
+    [*, fh, fw, *]) on ``src``."""
+    _, h, wd, _ = src.raw.shape
+    _, fh, fw, _ = w.shape
+    pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
+    return _Output(p, pads, oh, ow, _finisher(ctx, b, quantized, p), dtype_of(ctx))
+
+
 def _validate_conv(ctx: OperationContext) -> None:
     _validate_common(ctx, _conv_params, channel_dim=0)
 
@@ -871,10 +856,7 @@ def _infer_conv(ctx: OperationContext) -> list[Shape]:
 def _execute_conv(ctx: OperationContext) -> list[np.ndarray]:
     p = read_params(ctx, _conv_form(ctx))
     src, w, b, quantized = _operands(ctx, p.nchw)
-    _, h, wd, _ = src.raw.shape
-    _, fh, fw, _ = w.shape
-    pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    out = _conv_blocks(src, w, p, pads, oh, ow, _finisher(ctx, b, quantized, p), dtype_of(ctx))
+    out = _conv_blocks(src, w, _output(ctx, p, src, w, b, quantized))
     return [from_nhwc(out, p.nchw)]
 
 
@@ -920,11 +902,7 @@ def _infer_depthwise(ctx: OperationContext) -> list[Shape]:
 def _execute_depthwise(ctx: OperationContext) -> list[np.ndarray]:
     p = read_params(ctx, _depthwise_form(ctx), "depth multiplier")
     src, w, b, quantized = _operands(ctx, p.nchw, out_axis=3)
-    _, h, wd, _ = src.raw.shape
-    _, fh, fw, _ = w.shape
-    pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    finish = _finisher(ctx, b, quantized, p)
-    out = _depthwise_blocks(src, w[0], p, pads, oh, ow, finish, dtype_of(ctx))
+    out = _depthwise_blocks(src, w[0], _output(ctx, p, src, w, b, quantized))
     return [from_nhwc(out, p.nchw)]
 
 
@@ -977,11 +955,7 @@ def _infer_grouped(ctx: OperationContext) -> list[Shape]:
 def _execute_grouped(ctx: OperationContext) -> list[np.ndarray]:
     p = read_params(ctx, _grouped_form(ctx), "number of groups")
     src, w, b, quantized = _operands(ctx, p.nchw)
-    _, h, wd, _ = src.raw.shape
-    _, fh, fw, _ = w.shape
-    pads, oh, ow = _output_hw(ctx, p, h, wd, fh, fw)
-    finish = _finisher(ctx, b, quantized, p)
-    out = _conv_blocks(src, w, p, pads, oh, ow, finish, dtype_of(ctx), groups=p.extra)
+    out = _conv_blocks(src, w, _output(ctx, p, src, w, b, quantized), groups=p.extra)
     return [from_nhwc(out, p.nchw)]
 
 
@@ -1063,28 +1037,14 @@ def _infer_transpose(ctx: OperationContext) -> list[Shape]:
 def _execute_transpose(ctx: OperationContext) -> list[np.ndarray]:
     p, pads, n, oh, ow, cout = _transpose_geometry(ctx)
     src, w, b, quantized = _operands(ctx, p.nchw)
-    finish = _finisher(ctx, b, quantized, p)
+    out = _Output(p, pads, oh, ow, _finisher(ctx, b, quantized, p), dtype_of(ctx))
     _, fh, fw, _ = w.shape
-    out = _by_batch(
-        src,
-        (n, oh, ow, cout),
-        dtype_of(ctx),
-        oh * ow * _transpose_cost(cout, fh, fw, p),
-        lambda part: _transpose_part(part, w, p, pads, oh, ow, finish, dtype_of(ctx)),
-    )
-    return [from_nhwc(out, p.nchw)]
+    per_item = oh * ow * _transpose_cost(cout, fh, fw, p)
+    result = _by_batch(src, out, cout, per_item, lambda part: _transpose_part(part, w, out))
+    return [from_nhwc(result, p.nchw)]
 
 
-def _transpose_part(
-    src: _Input,
-    w: np.ndarray,
-    p: ConvParams,
-    pads: tuple[int, int, int, int],
-    oh: int,
-    ow: int,
-    finish: Callable[[np.ndarray], np.ndarray],
-    dtype: np.dtype,
-) -> np.ndarray:
+def _transpose_part(src: _Input, w: np.ndarray, out: _Output) -> np.ndarray:
     """TRANSPOSE_CONV_2D on NHWC ``src``: each input pixel scatters input .
     filter[:, i, j, :] to output (y*s + i, x*s + j). Per block of the output, the input
     pixels whose taps land inside it are converted and multiplied by every tap at once
@@ -1094,10 +1054,11 @@ def _transpose_part(
     reaches (a negative tail, implicit SAME) get only the bias."""
     n, h, wd, c = src.raw.shape
     cout, fh, fw, _ = w.shape
+    p, oh, ow = out.p, out.oh, out.ow
     sh, sw = p.stride_h, p.stride_w
-    left, _, top, _ = pads
+    left, _, top, _ = out.pads
     all_taps = w.transpose(3, 1, 2, 0).reshape(c, fh * fw * cout)
-    out = np.empty((n, oh, ow, cout), dtype=dtype)
+    result = np.empty((n, oh, ow, cout), dtype=out.dtype)
     per_position = n * _transpose_cost(cout, fh, fw, p)
     positions = max(
         1, min(_OUTPUT_BLOCK // max(1, n * cout), _IM2COL_BLOCK // max(1, per_position))
@@ -1124,8 +1085,8 @@ def _transpose_part(
                     in_x = slice(in_x.start - x0, in_x.stop - x0)
                     acc[:, out_y, out_x] += block[:, in_y, in_x, i, j]
                 del block  # before finish allocates
-            out[:, r0 : r0 + bh, c0 : c0 + bw] = finish(acc)
-    return out
+            result[:, r0 : r0 + bh, c0 : c0 + bw] = out.finish(acc)
+    return result
 
 
 def _transpose_cost(cout: int, fh: int, fw: int, p: ConvParams) -> int:

@@ -559,6 +559,20 @@ def test_roi_pooling_box_outside_fails():
 # ---------------------------------------------------------------------------------------
 
 
+def _as_type(rng, t, x: np.ndarray, rois: np.ndarray):
+    """A float feature map and boxes (in input pixels, >= 0) as type ``t`` stores them
+    (quantized: a random map and boxes in QUANT16_ASYMM 1/8 units), with the ROI_ALIGN
+    and ROI_POOLING quantization arguments: (x, rois, align kwargs, pool kwargs)."""
+    if t in (Q8, Q8S):
+        q = rng.integers(0, 256, x.shape)
+        x = (q - (128 if t == Q8S else 0)).astype(np.int8 if t == Q8S else np.uint8)
+        rois = np.floor(rois * 8).astype(np.uint16)
+        akw = dict(type=t, in_scale=0.1, out_scale=0.03, in_zp=3, out_zp=5)
+        return x, rois, akw, dict(type=t, scale=0.1, zp=3)
+    float_type = np.float32 if t == F32 else np.float16
+    return x.astype(float_type), rois.astype(float_type), dict(type=t), dict(type=t)
+
+
 def _roi_case(rng, t, depth, out_hw, ratios):
     """Random feature map (values over several magnitudes, so that the float32 sums
     depend on their order) and boxes for ``t``; returns (align, pool) results."""
@@ -566,16 +580,7 @@ def _roi_case(rng, t, depth, out_hw, ratios):
     rois = random_rois(rng, 4, 6, 7, stride=2.0)
     ids = rng.integers(0, 2, 4).astype(np.int32)
     args = dict(strides=(2.0, 2.0))
-    if t in (Q8, Q8S):
-        q = rng.integers(0, 256, x.shape)
-        x = (q - (128 if t == Q8S else 0)).astype(np.int8 if t == Q8S else np.uint8)
-        rois = (rois * 8).astype(np.uint16)
-        akw = dict(type=t, in_scale=0.1, out_scale=0.03, in_zp=3, out_zp=5)
-        pkw = dict(type=t, scale=0.1, zp=3)
-    else:
-        x = x.astype(np.float32 if t == F32 else np.float16)
-        rois = rois.astype(np.float32 if t == F32 else np.float16)
-        akw = pkw = dict(type=t)
+    x, rois, akw, pkw = _as_type(rng, t, x, rois)
     align = roi_align(x, rois, ids, out_hw, ratios=ratios, **args, **akw)
     pool = roi_pool(x, rois, ids, out_hw, **args, **pkw)
     return align, pool
@@ -642,16 +647,7 @@ def _many_rois(rng, t, nchw, count=90):
     runs = rng.integers(1, 6, count)
     rois, ids = np.repeat(rois, runs, axis=0)[:count], np.repeat(ids, runs)[:count]
     ids[rng.random(count) < 0.1] ^= 1
-    if t in (Q8, Q8S):
-        q = rng.integers(0, 256, x.shape)
-        x = (q - (128 if t == Q8S else 0)).astype(np.int8 if t == Q8S else np.uint8)
-        rois = np.floor(rois * 8).astype(np.uint16)
-        akw = dict(type=t, in_scale=0.1, out_scale=0.03, in_zp=3, out_zp=5)
-        pkw = dict(type=t, scale=0.1, zp=3)
-    else:
-        x = x.astype(np.float32 if t == F32 else np.float16)
-        rois = rois.astype(np.float32 if t == F32 else np.float16)
-        akw = pkw = dict(type=t)
+    x, rois, akw, pkw = _as_type(rng, t, x, rois)
     if nchw:
         x = np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
     return x, rois, ids.astype(np.int32), akw, pkw
