@@ -59,25 +59,30 @@ def box_nms_case(kernel: int, n: int = 300, classes: int = 5):
     )
 
 
-def roi_align_case():
-    x = rng.standard_normal((1, 32, 32, 64)).astype(np.float32)
-    boxes = clustered_boxes(64, 1, size=128.0)
+def _roi_align(x: np.ndarray, boxes: np.ndarray, out_hw: int, scale: float):
+    """ROI_ALIGN of every box on map 0: ``out_hw`` square bins, sampling ratio 2, NHWC."""
+    n = boxes.shape[0]
     return (
         O.ROI_ALIGN,
         [
             tensor(F32, x),
-            tensor(F32, boxes),
-            tensor(I32, np.zeros(64, np.int32)),
-            scalar(T.INT32, 7),
-            scalar(T.INT32, 7),
-            scalar(T.FLOAT32, 4.0),
-            scalar(T.FLOAT32, 4.0),
+            tensor(F32, boxes.astype(np.float32)),
+            tensor(I32, np.zeros(n, np.int32)),
+            scalar(T.INT32, out_hw),
+            scalar(T.INT32, out_hw),
+            scalar(T.FLOAT32, scale),
+            scalar(T.FLOAT32, scale),
             scalar(T.INT32, 2),
             scalar(T.INT32, 2),
             scalar(T.BOOL, False),
         ],
-        [output(F32, (64, 7, 7, 64))],
+        [output(F32, (n, out_hw, out_hw, x.shape[3]))],
     )
+
+
+def roi_align_case():
+    x = rng.standard_normal((1, 32, 32, 64)).astype(np.float32)
+    return _roi_align(x, clustered_boxes(64, 1, size=128.0), 7, 4.0)
 
 
 def roi_pooling_case():
@@ -90,22 +95,7 @@ def many_rois_case(n: int = 100_000):
     x = rng.standard_normal((1, 16, 16, 4)).astype(np.float32)
     corner = rng.uniform(0, 14, (n, 2))
     boxes = np.concatenate([corner, corner + rng.uniform(0, 2, (n, 2))], axis=1)
-    return (
-        O.ROI_ALIGN,
-        [
-            tensor(F32, x),
-            tensor(F32, boxes.astype(np.float32)),
-            tensor(I32, np.zeros(n, np.int32)),
-            scalar(T.INT32, 2),
-            scalar(T.INT32, 2),
-            scalar(T.FLOAT32, 1.0),
-            scalar(T.FLOAT32, 1.0),
-            scalar(T.INT32, 2),
-            scalar(T.INT32, 2),
-            scalar(T.BOOL, False),
-        ],
-        [output(F32, (n, 2, 2, 4))],
-    )
+    return _roi_align(x, boxes, 2, 1.0)
 
 
 def many_rois_pooling_case():
