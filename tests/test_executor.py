@@ -26,6 +26,7 @@ from driver.executor import (
 from driver.hal.types import ErrorStatus, HalError, OperandLifeTime
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from driver.operations import declaration
 from driver.testing import traced_peak
 from driver.validation import validate_model
 
@@ -108,6 +109,36 @@ def test_concurrent_runs_do_not_interfere():
         t.join()
     for k in range(4):
         np.testing.assert_array_equal(results[k], [k + 20, k + 20])
+
+
+def in_place_add(ctx):
+    """A buggy ADD kernel that accumulates into its first input."""
+    a = ctx.value(0)
+    a += ctx.value(1)
+    return [a]
+
+
+@pytest.mark.parametrize("constant_first", [False, True], ids=["input", "constant"])
+def test_a_kernel_cannot_write_into_inputs_or_constants(constant_first):
+    # Inputs and constants reach kernels read-only: a kernel writing into one fails
+    # loudly instead of changing the caller's array or the next run's constant.
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_FLOAT32, (2,))
+    c = b.add_constant(T.TENSOR_FLOAT32, (2,), [1.0, 2.0])
+    y = b.add_output(T.TENSOR_FLOAT32, (2,))
+    b.add_operation(
+        O.ADD,
+        [c, x, b.add_scalar(T.INT32, 0)] if constant_first else [x, c, b.add_scalar(T.INT32, 0)],
+        [y],
+    )
+    ex = Executor(b.build(), overrides={O.ADD: replace(declaration(O.ADD), execute=in_place_add)})
+    fed = np.array([10.0, 20.0], F32)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="read-only"):
+            ex.run([fed])
+    np.testing.assert_array_equal(fed, [10.0, 20.0])
+    (out,) = Executor(ex.model).run([fed])
+    np.testing.assert_array_equal(out, [11.0, 22.0])
 
 
 # --- freeing temporaries -----------------------------------------------------------------
@@ -273,6 +304,22 @@ def test_output_larger_than_the_allocation_bound_fails_before_allocating(static)
     assert "bytes" in info.value.message
 
 
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+@pytest.mark.parametrize("n, fits", [(16, True), (17, False)])
+def test_an_output_of_exactly_the_allocation_bound_is_allocated(static, n, fits, monkeypatch):
+    # The bound is inclusive: with it lowered to 64 bytes, 16 float32 values run and 17
+    # fail (on the static path too: a static shape over the bound is re-checked at run).
+    monkeypatch.setattr(executor_module, "MAX_OUTPUT_BYTES", 64)
+    declared = (n,) if static else (0,)
+    ex = Executor(binary_add_model(declared, declared, declared))
+    feeds = [np.zeros(n, F32), np.ones(n, F32)]
+    if fits:
+        (out,) = ex.run(feeds)
+        assert out.nbytes == 64
+    else:
+        assert status_of(lambda: ex.run(feeds)) == ErrorStatus.GENERAL_FAILURE
+
+
 @pytest.mark.parametrize(
     "inputs",
     [
@@ -307,7 +354,11 @@ def test_rank_zero_tensor_input_is_invalid_argument():
 
 def test_omitted_input_at_a_required_position_is_general_failure():
     ex = Executor(add_chain(1))
-    assert status_of(lambda: ex.run([None])) == ErrorStatus.GENERAL_FAILURE
+    with pytest.raises(HalError) as info:
+        ex.run([None])
+    assert info.value.status == ErrorStatus.GENERAL_FAILURE
+    # Said as such, not as a value missing somewhere inside the kernel.
+    assert "input 0 (operand 0) has no value and is not optional" in info.value.message
 
 
 @pytest.mark.parametrize("timeout", [-1.0, float("nan"), "soon"])
@@ -330,11 +381,11 @@ def test_loop_timeout_defaults_and_maximum():
     original = executor_module.RunState
     executor_module.RunState = Spy
     try:
-        for t in (None, 0.25, 60.0):
+        for t in (None, 0.25, 0, 60.0):  # 0 is a valid duration, like any non-negative one
             ex.run([np.zeros(2, F32)], loop_timeout=t)
     finally:
         executor_module.RunState = original
-    assert seen == [DEFAULT_LOOP_TIMEOUT_S, 0.25, MAX_LOOP_TIMEOUT_S]
+    assert seen == [DEFAULT_LOOP_TIMEOUT_S, 0.25, 0.0, MAX_LOOP_TIMEOUT_S]
     assert (DEFAULT_LOOP_TIMEOUT_S, MAX_LOOP_TIMEOUT_S) == (2.0, 15.0)
 
 
@@ -368,9 +419,10 @@ def test_deadline_passing_mid_run_stops_before_the_next_operation(monkeypatch):
     stats = RunStats()
     ex = Executor(add_chain(20))
     with pytest.raises(HalError) as info:
-        ex.run([np.zeros(2, F32)], deadline=5.5, stats=stats)
+        ex.run([np.zeros(2, F32)], deadline=5.0, stats=stats)
     assert info.value.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
-    # The clock reads 1, 2, ... before operations 0, 1, ...: 5 of them start in time.
+    # The clock reads 1, 2, ... before operations 0, 1, ...: 5 of them start in time,
+    # the fifth exactly at the deadline (passed means past it: Android's now > deadline).
     assert stats.operations_run == 5
     assert "before main subgraph, operation 5 (ADD)" in info.value.message
 
@@ -426,6 +478,21 @@ def test_relaxed_emulation_rounds_inputs_and_constants_with_float16_range():
     assert np.isposinf(out[1])
     (exact,) = Executor(model).run([np.array([0.0, 70000.0], F32)])
     np.testing.assert_array_equal(exact, np.array([1.0001, 70001.0001], F32))
+
+
+@pytest.mark.parametrize("rounded", ["input", "constant"])
+def test_relaxed_emulation_rounds_values_before_the_first_operation(rounded):
+    # 1.0003 is 1.0 in float16. Rounded first, 2048 + 1 = 2049 lies halfway between the
+    # float16 neighbours 2048 and 2050 and rounds to even (2048); added unrounded, the
+    # float32 sum 2049.0002 rounds up to 2050 when the result is stored.
+    small, large = 1.0003, 2048.0
+    assert np.float16(small) == 1.0
+    x, const = (small, large) if rounded == "input" else (large, small)
+    model = relaxed_chain(1, True, const)
+    (out,) = Executor(model, emulate_relaxed_float16=True).run([np.full(2, x, F32)])
+    np.testing.assert_array_equal(out, [2048.0, 2048.0])
+    (exact,) = Executor(model).run([np.full(2, x, F32)])
+    assert exact[0] > 2049.0
 
 
 def test_relaxed_emulation_leaves_models_without_the_relaxed_flag_alone():

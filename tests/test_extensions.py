@@ -11,6 +11,7 @@ import pytest
 
 from driver.builder import ModelBuilder
 from driver.device import DeviceConfig, ReferenceDevice
+from driver.executor import Executor
 from driver.extensions import (
     EXTENSIONS,
     ModelTypes,
@@ -172,6 +173,8 @@ def test_quantization_truncates_and_saturates():
     assert fib.quantize_uint64(fibs[:3], 4.0, 0).tolist() == [0, 0, 0]
     assert fib.quantize_uint64(fibs, 0.25, -10).tolist()[:3] == [0, 0, 2]
     assert fib.quantize_uint64(fibs, 1e-10, 0).tolist()[3] == UINT64 - 1
+    # Exactly 2^64 (2^63 / 0.5) is already out of range: saturated, not wrapped to 0.
+    assert fib.quantize_uint64(fibs[3:], 0.5, 0).tolist() == [UINT64 - 1]
     assert fib.quantize_uint64(fibs, 1.0, -100).tolist()[:3] == [0, 0, 0]
 
 
@@ -207,6 +210,16 @@ def test_run_time_failures_are_statuses(ext_device):
     status, shapes, out = run(ext_device, model, struct.pack("<q", 20), out_size=16)
     assert status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE
     assert shapes[0].dimensions == (20,) and not shapes[0].is_sufficient
+
+
+@pytest.mark.parametrize("n", [float("nan"), float("inf"), -float("inf"), 2.0**63])
+def test_a_float_n_that_is_no_valid_int64_is_a_status(n):
+    # The executor raises only HalError for bad run-time values (int(nan) or int(inf)
+    # would escape as ValueError or OverflowError).
+    ex = Executor(fib_model(float_input=True, float_output=True))
+    with pytest.raises(HalError) as info:
+        ex.run([np.array([n], np.float32)])
+    assert info.value.status == ErrorStatus.GENERAL_FAILURE
 
 
 def test_the_extension_round_trips_through_the_cache(ext_device):
@@ -293,6 +306,7 @@ def with_main_operand(model: Model, index: int, **changes) -> Model:
         ("extra data missing", lambda: fib_model(params=None)),
         ("zero scale", lambda: fib_model(params=fib.pack_params(0.0, 0))),
         ("NaN scale", lambda: fib_model(params=fib.pack_params(float("nan"), 0))),
+        ("infinite scale", lambda: fib_model(params=fib.pack_params(float("inf"), 0))),
         (
             "extra data on the scalar type",
             lambda: with_main_operand(fib_model(), 0, extra_params=b"\0" * 8),
@@ -314,6 +328,7 @@ def with_main_operand(model: Model, index: int, **changes) -> Model:
         ("declared output dims contradict n", lambda: fib_model(n_const=4, out_dims=(5,))),
         ("float n with two elements", lambda: _two_element_n()),
         ("constant of the wrong length", lambda: _short_constant()),
+        ("constant tensor with an unknown dim", lambda: _unknown_dim_constant()),
     ],
 )
 def test_malformed_extension_use_is_invalid_argument(name, make):
@@ -336,6 +351,20 @@ def _with_op_type(model: Model, op_type: int) -> Model:
 def _two_element_n() -> Model:
     model = fib_model(float_input=True)
     return with_main_operand(model, 0, dimensions=(2,))
+
+
+def _unknown_dim_constant() -> Model:
+    # A quant64 constant declared [0] with no bytes: its length agrees with its dims, so
+    # only the rule that a constant's dims are fully specified refuses it.
+    b = ModelBuilder()
+    b.use_extension(fib.NAME, 5)
+    quant64 = make_extension_type(5, fib.EXAMPLE_TENSOR_QUANT64_ASYMM)
+    n = b.add_input(make_extension_type(5, fib.EXAMPLE_INT64))
+    y = b.add_output(quant64, (0,), extra_params=fib.pack_params(0.5, 10))
+    unused = b.add_operand(quant64, (0,), extra_params=fib.pack_params(0.5, 10))
+    b.set_value_bytes(unused, b"")
+    b.add_operation(make_extension_type(5, fib.EXAMPLE_FIBONACCI), [n], [y])
+    return b.build()
 
 
 def _short_constant() -> Model:
@@ -469,12 +498,16 @@ def test_the_runtime_layer_enforces_the_allowlist(tmp_path):
     model = fib_model()
     plain = oem_model(with_add=False)
     assert uses_extensions(model) and not uses_extensions(plain)
+    # Mapping an extension's prefix is using it, even before any type of it appears.
+    mapped = dataclasses.replace(plain, extension_name_to_prefix=model.extension_name_to_prefix)
+    assert uses_extensions(mapped)
 
     denied = ClientDevice(extension_device(), "com.other.app", path)
     assert denied.get_supported_operations(model) == (INVALID, [])
     assert denied.prepare_model(model) == (INVALID, None)
     assert "not allowed to use vendor extensions" in denied.last_error
     assert denied.get_supported_operations(plain)[0] == ErrorStatus.NONE  # no extension
+    assert denied.get_supported_operations(mapped) == (INVALID, [])
 
     allowed = ClientDevice(extension_device(), "com.example.camera", path)
     assert allowed.get_supported_operations(model) == (ErrorStatus.NONE, [True])
