@@ -57,3 +57,25 @@ def test_a_broken_fact_is_killed_and_a_harmless_change_survives(tmp_path):
     assert verdict == "survived", detail
     moved = mutants.Mutant("moved", "nothing", killer.file, "no such text", "x", killer.tests)
     assert mutants.run_mutant(moved, tree, timeout=120)[0] == "stale"
+
+
+def test_a_mutant_whose_tests_did_not_run_is_neither_killed_nor_a_survivor(tmp_path):
+    # Without an optional package (atheris) a test module skips itself: its mutants were
+    # not tested, whatever pytest's exit status says (0 when skipped, 4 or 5 otherwise).
+    (killer,) = [m for m in mutants.load_catalog() if m.id == "criteria-fp32-atol"]
+    tree = _tree_for(tmp_path)
+    skipped = tree / "tests" / "test_skipped_here.py"
+    skipped.write_text(
+        "import pytest\n\npytest.skip('an optional package is missing', allow_module_level=True)\n"
+    )
+    for tests in (
+        ("tests/test_skipped_here.py",),
+        ("tests/test_skipped_here.py::test_gone",),
+        (killer.tests[0] + "::no_such_test",),
+    ):
+        verdict, detail = mutants.run_mutant(
+            mutants.Mutant("untested", "nothing", killer.file, killer.old, killer.new, tests),
+            tree,
+            timeout=120,
+        )
+        assert verdict == "not run", (tests, detail)

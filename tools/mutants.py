@@ -9,9 +9,11 @@ Each mutant of the catalog (tools/mutants.toml) replaces one exact text of one f
 rounding rule, a tolerance, a bound, a comparison) and names the tests that must then
 fail. The check copies the tree (tracked and untracked, unignored files, as they are in
 the working tree) to a temporary folder, applies one mutant at a time there and runs its
-tests with ``CI=true``. A mutant is *killed* when its tests fail (or time out), *survives*
-when they pass, and is *stale* when its text is not in its file exactly once (the code
-moved: update the entry). Exit status 0 iff every mutant is killed.
+tests with ``CI=true``. A mutant is *killed* when its tests fail (or time out, or no
+longer import), *survives* when they pass, is *not run* when no test of it ran (all
+skipped, say for a missing optional package, or none collected), and is *stale* when its
+text is not in its file exactly once (the code moved: update the entry). Exit status 0
+iff every mutant is killed.
 
 Run it by hand, like the benchmarks: about four minutes for the whole catalog.
 Every entry was a survivor once or guards a fact the tests must hold (docs/design.md,
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +101,11 @@ def _copy_tree(dest: Path) -> None:
             shutil.copy2(src, target)
 
 
+_TESTS_FAILED = (1, 2)
+"""pytest's exit statuses for failed tests (1) and for errors while collecting them (2:
+the mutant broke an import)."""
+
+
 def run_mutant(mutant: Mutant, tree: Path, timeout: float) -> tuple[str, str]:
     """(verdict, detail): apply ``mutant`` in ``tree``, run its tests, restore the file."""
     reason = stale_reason(mutant, tree)
@@ -118,10 +126,14 @@ def run_mutant(mutant: Mutant, tree: Path, timeout: float) -> tuple[str, str]:
         path.write_text(original, encoding="utf-8")
     lines = done.stdout.strip().splitlines()
     summary = lines[-1] if lines else done.stderr.strip()[-200:]
-    if done.returncode == 0:
+    if done.returncode in _TESTS_FAILED:
+        failed = next((ln for ln in lines if ln.startswith(("FAILED", "ERROR"))), summary)
+        return "killed", failed[:160]
+    if done.returncode == 0 and re.search(r"\b\d+ passed\b", summary):
         return "survived", summary
-    failed = next((ln for ln in lines if ln.startswith("FAILED")), summary)
-    return "killed", failed[:160]
+    # All skipped (a missing optional package), none collected, or a wrong node id: the
+    # mutant was not tested, which is neither a kill nor a survival.
+    return "not run", f"exit status {done.returncode}: {summary[:160]}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         for m in mutants:
             print(f"{m.id:28} {m.file:40} {m.guards}")
         return 0
-    counts = {"killed": 0, "survived": 0, "stale": 0}
+    counts = {"killed": 0, "survived": 0, "not run": 0, "stale": 0}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nnfuzz-mutants-") as tmp:
         tree = Path(tmp)
@@ -155,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.monotonic()
                 verdict, detail = run_mutant(m, tree, a.timeout)
                 counts[verdict] += 1
-                mark = {"killed": "ok", "survived": "SURVIVED", "stale": "STALE"}[verdict]
+                mark = {
+                    "killed": "ok",
+                    "survived": "SURVIVED",
+                    "not run": "NOT RUN",
+                    "stale": "STALE",
+                }[verdict]
                 print(
                     f"[{k}/{len(mutants)}] {mark:8} {m.id:28} {time.monotonic() - t0:5.1f}s  "
                     f"{detail}",
@@ -167,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             print("interrupted", file=sys.stderr)
             return 130
     print(
-        f"{counts['killed']} killed, {counts['survived']} survived, {counts['stale']} stale "
+        f"{counts['killed']} killed, {counts['survived']} survived, "
+        f"{counts['not run']} not run, {counts['stale']} stale "
         f"({len(mutants)} mutants, {time.monotonic() - started:.0f} s)"
     )
     return 0 if counts["killed"] == len(mutants) else 1
