@@ -130,10 +130,10 @@ _NUM = {
     "rss_mb": re.compile(r"\brss: (\d+)Mb"),
 }
 _FORK_FOUND = re.compile(r"oom/timeout/crash: (\d+)/(\d+)/(\d+)")
-_FINAL = {
-    "execs": re.compile(r"stat::number_of_executed_units: (\d+)"),
-    "exec_per_s": re.compile(r"stat::average_exec_per_sec: (\d+)"),
-    "rss_mb": re.compile(r"stat::peak_rss_mb: (\d+)"),
+_FINAL = {  # libFuzzer aligns the values with spaces ("stat::peak_rss_mb:              40")
+    "execs": re.compile(r"stat::number_of_executed_units:\s+(\d+)"),
+    "exec_per_s": re.compile(r"stat::average_exec_per_sec:\s+(\d+)"),
+    "rss_mb": re.compile(r"stat::peak_rss_mb:\s+(\d+)"),
 }
 
 

@@ -288,6 +288,20 @@ def test_a_stop_signal_waits_for_the_records_being_written(stop):
         signal.signal(stop, previous)
 
 
+def test_a_second_stop_signal_ends_the_process_at_once():
+    # The first SIGTERM stops the run as Ctrl-C does; should stopping hang, a second one
+    # takes the default action (the process ends) instead of another KeyboardInterrupt.
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with stop_signals_interrupt():
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGTERM)
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_an_ignored_stop_signal_stays_ignored():
     # nohup ignores SIGHUP: closing the terminal must not stop the campaign.
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -123,6 +123,16 @@ def test_small_is_within_bounds_and_favours_small_values():
     assert sum(v <= 31 for v in values) > sum(v > 500 for v in values)
 
 
+def test_small_covers_its_whole_range():
+    # Dimensions are drawn with small(): a bias towards lo, but hi stays reachable.
+    for hi in (1, 2, 3, 7, 8, 1000):
+        src = PrngSource(hi)
+        values = {src.small(0, hi) for _ in range(200 * hi.bit_length() + 400)}
+        assert min(values) == 0 and max(values) == hi, hi
+    # The top bit length (10 for a span of 999), then the top value of that length.
+    assert ReplaySource([10, 487]).small(1, 1000) == 1000
+
+
 def test_replay_reproduces_and_tolerates_edits():
     src = PrngSource(11)
     first = [src.integer(0, 50) for _ in range(10)] + [src.real(0, 1)]
@@ -150,6 +160,9 @@ def test_forced_values_are_recorded_and_replay():
     assert src.choices == (7, rest)
     replay = ReplaySource(src.choices)
     assert (replay.draw(10), replay.draw(100)) == (7, rest)
+    several = ReplaySource([])
+    several.force(3, 1, 2)
+    assert [several.draw(10) for _ in range(4)] == [3, 1, 2, 0]  # in order, then the source
 
 
 def test_byte_source_reads_big_endian_and_ends_in_zeros():

@@ -400,3 +400,53 @@ def test_parallel_fuzzing_children_get_one_blas_thread_each(monkeypatch, tmp_pat
     # A user's own setting wins.
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
     assert fuzz_campaign.environment(cfg, tmp_path / "launch")["OPENBLAS_NUM_THREADS"] == "3"
+
+
+def test_libfuzzer_status_lines_fill_the_campaign_stats():
+    stats = fuzz_campaign.Stats()
+    lines = [
+        "INFO: Seed: 1234",
+        "#2048\tpulse  cov: 310 ft: 900 corp: 40/2Kb exec/s: 512 rss: 180Mb",
+        "#9000: cov: 420 ft: 1300 corp: 77 exec/s: 300 oom/timeout/crash: 1/2/3 time: 30s",
+        # In fork mode the parent's own final stats are zeros.
+        "stat::number_of_executed_units: 0",
+        "stat::average_exec_per_sec:     0",
+        "stat::peak_rss_mb:              0",
+    ]
+    status = [fuzz_campaign.parse_line(line, stats) for line in lines]
+    assert status == [False, True, True, True, True, True]
+    assert (stats.execs, stats.cov, stats.ft, stats.corpus) == (9000, 420, 1300, 77)
+    assert (stats.exec_per_s, stats.rss_mb) == (300, 180)
+    assert (stats.ooms, stats.timeouts, stats.crashes) == (1, 2, 3)
+    assert stats.line().endswith("crash/timeout/oom 3/2/1")
+    # In-process, the final stats are the numbers (libFuzzer aligns them with spaces).
+    for line in ("stat::number_of_executed_units: 9500", "stat::peak_rss_mb:              240"):
+        assert fuzz_campaign.parse_line(line, stats)
+    assert (stats.execs, stats.rss_mb) == (9500, 240)
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_several_jobs_fuzz_in_fork_mode_and_collect_every_finding(tmp_path, jobs):
+    cfg = fuzz_campaign.CampaignConfig("model", jobs=jobs, max_len=512, seed_dirs=[], seconds=30)
+    args = fuzz_campaign.libfuzzer_args(cfg, tmp_path / "artifacts", tmp_path / "corpus")
+    assert args[-1] == str(tmp_path / "corpus")
+    assert "-max_len=512" in args and "-max_total_time=30" in args
+    assert f"-artifact_prefix={tmp_path / 'artifacts'}/" in args
+    collect = {"-fork=3", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"}
+    if jobs == 1:  # in-process: libFuzzer stops at its first finding
+        assert not collect & set(args)
+    else:
+        assert collect <= set(args)
+
+
+def test_a_new_run_deletes_only_the_artifacts_already_triaged(tmp_path):
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
+    for name in ("crash-done", "crash-done.min", "timeout-new", "oom-new", "crash-new"):
+        (artifacts / name).write_bytes(b"X")
+    (artifacts / fuzz_campaign.TRIAGED).write_text("crash-done\n")
+    fuzz_campaign._clear_triaged(artifacts)
+    # An interrupted run's findings that were never triaged wait for this run's triage.
+    kept = [p.name for p in fuzz_campaign.collect_artifacts(artifacts)]
+    assert kept == ["crash-new", "oom-new", "timeout-new"]
+    assert not (artifacts / fuzz_campaign.TRIAGED).exists()

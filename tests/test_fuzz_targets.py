@@ -306,6 +306,68 @@ def test_signatures_ignore_line_numbers_values_and_runner_frames():
     )
 
 
+def _execution_cases():
+    from driver.hal.types import NO_TIMING, OutputShape, Timing
+    from driver.hal.types import ErrorStatus as S
+    from driver.hal.types import HalVersion as V
+
+    fits, short = OutputShape((2, 3)), OutputShape((2, 3), is_sufficient=False)
+    timed = Timing(5, 7)
+    # (status, shapes, timing, driver version, the rule broken or None)
+    return [
+        (S.NONE, [fits, fits], timed, V.V1_3, None),
+        (S.NONE, [fits], timed, V.V1_3, "NONE with 1 output shapes for 2 outputs"),
+        (S.NONE, [fits, short], timed, V.V1_3, "NONE but an output is marked insufficient"),
+        (S.OUTPUT_INSUFFICIENT_SIZE, [fits, short], NO_TIMING, V.V1_3, None),
+        (S.OUTPUT_INSUFFICIENT_SIZE, [fits, fits], NO_TIMING, V.V1_3, "mark one insufficient"),
+        (S.OUTPUT_INSUFFICIENT_SIZE, [short], NO_TIMING, V.V1_3, "mark one insufficient"),
+        (S.GENERAL_FAILURE, [], NO_TIMING, V.V1_3, None),
+        (S.GENERAL_FAILURE, [fits, fits], NO_TIMING, V.V1_3, "GENERAL_FAILURE with output shapes"),
+        (S.INVALID_ARGUMENT, [], timed, V.V1_3, "INVALID_ARGUMENT with timing"),
+        (S.NONE, [], NO_TIMING, V.V1_1, None),
+        (S.NONE, [fits, fits], NO_TIMING, V.V1_1, "a HAL 1.1 driver reports output shapes"),
+        (S.NONE, [], timed, V.V1_0, "a HAL 1.0 driver reports timing"),
+    ]
+
+
+@pytest.mark.parametrize("status, shapes, timing, version, broken", _execution_cases())
+def test_the_oracle_holds_execution_results_to_the_hal_rules(
+    status, shapes, timing, version, broken
+):
+    """The execution rules the targets check (two outputs): shapes and timing exist from
+    HAL 1.2; NONE reports every output's shape, all sufficient; OUTPUT_INSUFFICIENT_SIZE
+    reports every shape and marks one insufficient; any other failure reports neither
+    shapes nor timing."""
+    from fuzz.harness import ContractViolation, check_execution
+
+    if broken is None:
+        assert check_execution((status, shapes, timing), 2, "execute", version) == status
+    else:
+        with pytest.raises(ContractViolation, match=broken):
+            check_execution((status, shapes, timing), 2, "execute", version)
+
+
+def test_a_pool_past_the_harness_pools_is_a_bad_handle_and_a_hook_crash_is_itself():
+    from driver.hal.types import ErrorStatus, HalError
+    from driver.wire import DecodeFailure, WireDecodeError
+    from fuzz.harness import ContractViolation, HarnessPools, rejected
+
+    pools = HarnessPools(count=2, capacity=64)
+    assert pools.resolve(1, "ashmem", 64).handle is pools.handles[1]
+    with pytest.raises(WireDecodeError) as e:
+        pools.resolve(2, "ashmem", 64)
+    assert e.value.failure == DecodeFailure.BAD_HANDLE
+    # Validation turns an exception in an operation hook into GENERAL_FAILURE: the crash
+    # must point at the hook, not at the harness.
+    rejected(HalError(ErrorStatus.INVALID_ARGUMENT, "bad model"))
+    hidden = HalError(ErrorStatus.GENERAL_FAILURE, "hook raised")
+    hidden.__cause__ = ZeroDivisionError("in the hook")
+    with pytest.raises(ZeroDivisionError):
+        rejected(hidden)
+    with pytest.raises(ContractViolation):
+        rejected(HalError(ErrorStatus.GENERAL_FAILURE, "no cause"))
+
+
 def test_array_comparisons_bypass_the_leaking_atheris_hook(monkeypatch):
     # atheris's comparison hook keeps a reference to a non-bool result: under the fuzzer
     # every array comparison in a kernel leaked (1 GB in a 15-minute execute campaign).

@@ -498,6 +498,114 @@ def test_a_thousand_single_operation_seeds_cover_every_operation_and_data_type()
     assert "102/102 operations" in table
 
 
+# --- value domains and limits ----------------------------------------------------------------
+
+
+def _opgen(op=O.DIV):
+    from randomgraph.generator.core import Generator, Graph, OpGen
+
+    return OpGen(Generator(resolve_config("single"), PrngSource(0)), Graph(), op)
+
+
+def _tensor(lo, hi, *, exact=True, type_code=T.TENSOR_FLOAT32):
+    from randomgraph.generator.core import Tensor
+
+    return Tensor(type_code, (2,), lo=lo, hi=hi, exact=exact)
+
+
+def test_inputs_accept_only_producers_whose_values_suit_them():
+    from randomgraph.generator.values import DEFAULT, NONZERO, POSITIVE, SMALL, STABLE
+
+    cases = [
+        # (producer, the input's domain, accepted)
+        (_tensor(0.5, 2.0), NONZERO, True),
+        (_tensor(-2.0, -0.5), NONZERO, True),
+        (_tensor(-1.0, 1.0), NONZERO, False),  # a divisor that may be 0
+        (_tensor(0.0, 1.0), NONZERO, False),
+        (_tensor(0.01, 2.0), POSITIVE, True),
+        (_tensor(0.005, 2.0), POSITIVE, False),  # LOG, SQRT: too close to 0
+        (_tensor(-6.0, 6.0), SMALL, True),
+        (_tensor(-7.0, 1.0), SMALL, False),  # EXP would overflow
+        (_tensor(-1.0, 1.0), STABLE, True),
+        (_tensor(-1.0, 1.0, exact=False), STABLE, False),  # a comparison of rounded values
+        (_tensor(0, 255, exact=False, type_code=T.TENSOR_QUANT8_ASYMM), STABLE, False),
+        (_tensor(0, 255, exact=False, type_code=T.TENSOR_QUANT8_ASYMM), DEFAULT, True),
+        (_tensor(-1.0, 1e6), DEFAULT, True),
+        (_tensor(-1.0, 2e6), DEFAULT, False),  # float32 inputs accept bounds up to 1e6
+        (_tensor(-1.0, 1e3, type_code=T.TENSOR_FLOAT16), DEFAULT, True),
+        (_tensor(-1.0, 2e3, type_code=T.TENSOR_FLOAT16), DEFAULT, False),  # float16: 1e3
+    ]
+    g = _opgen()
+    assert [g.accepts(t, domain) for t, domain, _ in cases] == [ok for _, _, ok in cases]
+
+
+def test_an_output_that_could_overflow_is_not_generated():
+    from randomgraph.generator.core import Reject
+
+    g = _opgen(O.ADD)
+    for lo, hi, type_code in [(-1.0, 1e31, T.TENSOR_FLOAT32), (-4e4, 1.0, T.TENSOR_FLOAT16)]:
+        with pytest.raises(Reject, match="overflow"):
+            g.gen.finish(g, [], [_tensor(lo, hi, type_code=type_code)])
+    # Bounds it cannot know: the output may only be a model output.
+    unknown = _tensor(-np.inf, np.inf)
+    g.gen.finish(g, [], [unknown])
+    assert not unknown.chainable
+    fits = _tensor(-1e30, 1e30)
+    g.gen.finish(g, [], [fits])
+    assert fits.chainable
+
+
+def test_fresh_symmetric_weights_avoid_minus_128():
+    from randomgraph.generator.values import DEFAULT, fresh_values
+
+    for type_code in (T.TENSOR_QUANT8_SYMM_PER_CHANNEL, T.TENSOR_QUANT8_SYMM):
+        values, lo, _ = fresh_values(PrngSource(1), type_code, (4000,), DEFAULT, 0.5, 0)
+        assert values.min() == -127 and values.max() == 127 and lo == -127 * 0.5
+    signed, _, _ = fresh_values(
+        PrngSource(1), T.TENSOR_QUANT8_ASYMM_SIGNED, (4000,), DEFAULT, 0.5, 0
+    )
+    assert signed.min() == -128
+
+
+def test_control_flow_subgraphs_hold_no_sampling_operation():
+    """A RANDOM_MULTINOMIAL's samples are compared as class frequencies only when the
+    main graph writes them (randomgraph.criteria.SAMPLING_OPERATIONS)."""
+    from randomgraph.generator.core import Generator
+
+    gen = Generator(resolve_config("small"), PrngSource(0))
+    for depth in (1, 2):
+        ops = gen.subgraph_operations(depth)
+        assert O.RANDOM_MULTINOMIAL not in ops
+        assert O.ADD in ops and O.RANDOM_MULTINOMIAL in gen.allowed_operations(HalVersion.V1_3)
+
+
+def test_coverage_names_what_was_not_generated():
+    cov = Coverage()
+    for seed in range(3):
+        cov.add(generate(seed, "single", operations=frozenset({O.ADD})))
+    generated = cov.data_types(O.ADD)
+    assert generated and cov.operations() == {O.ADD}
+    missing = cov.missing_operations()
+    assert O.ADD not in missing and O.CONV_2D in missing and len(missing) == 101
+    gaps = cov.missing_data_types()
+    assert sorted(gaps[O.ADD]) == sorted(allowed_data_types(O.ADD) - generated)
+    assert gaps[O.CONV_2D] == sorted(allowed_data_types(O.CONV_2D))
+    rows = {line.split()[0]: line for line in cov.table().splitlines()[2:-2]}
+    assert rows["CONV_2D"].endswith("NOT GENERATED")
+    assert "NOT GENERATED" not in rows["ADD"]
+    assert "1/102 operations" in cov.table()
+
+
+def test_every_result_no_operation_reads_is_a_model_output():
+    """So that the differential check compares it."""
+    for seed in range(60):
+        main = generate(seed, "small").model.main
+        read = {i for op in main.operations for i in op.inputs}
+        for op in main.operations:
+            for i in op.outputs:
+                assert i in read or i in main.output_indexes, (seed, i)
+
+
 # --- dims solver ----------------------------------------------------------------------------
 
 

@@ -179,6 +179,33 @@ def test_progress_hears_every_check_and_every_reduction_as_it_happens():
     assert all(heard[i - 1] is None for i, h in enumerate(heard) if h is not None)
 
 
+def test_minimizing_spends_at_most_its_checks_and_gives_the_checker_back_as_it_was():
+    t = graph(act=1)
+    c = DifferentialChecker("planted-activation", CheckOptions(timeout=5, metamorphic=("layout",)))
+    r = c.check(t)
+    assert r.outcome == Outcome.WRONG
+    m = minimize(c, t, r, options=MinimizeOptions(seconds=20, max_checks=4))
+    assert m.checks == 4 and m.steps
+    # The campaign checks its next tests with this checker: the relations stay on.
+    assert c.options.metamorphic == ("layout",)
+
+
+def test_a_graph_reduced_after_the_choice_phase_claims_no_choices():
+    t = graph(act=1)
+    c = checker("planted-activation")
+    m = minimize(
+        c,
+        t,
+        c.check(t),
+        choices=(3, 1, 4),
+        regenerate=lambda choices, num_ops: None,  # no candidate from the choices
+        num_ops=4,
+        options=MinimizeOptions(seconds=20, dims=False, values=False),
+    )
+    assert m.steps and all(s.startswith("graph") for s in m.steps)
+    assert m.choices is None and m.num_ops is None  # (3, 1, 4) no longer makes m.test
+
+
 def test_resized_reinfers_shapes():
     t = graph(dims=(4, 3))
     x = t.main.input_indexes[0]
@@ -191,6 +218,12 @@ def test_resized_reinfers_shapes():
         assert small.main.operands[i].dimensions == [2, 3]
     # Inconsistent sizes (a constant that no longer broadcasts) are refused.
     assert resized(t, {(x, 1): 2}) is None
+    # Outputs the test leaves unspecified stay so (a dynamic-shape failure stays one).
+    dynamic = with_unknown_output_dims(with_outputs(t, compute_golden(t)[0]))
+    small = resized(dynamic, {(x, 0): 2, (const, 0): 2})
+    assert small is not None
+    for i in small.main.output_indexes:
+        assert small.main.operands[i].dimensions == [0, 0]
 
 
 def test_choice_sequence_shrinks_and_stays_valid():

@@ -50,6 +50,30 @@ def test_a_short_run_writes_no_status_to_a_log(clock):
     assert log.getvalue() == ""
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_live_line_redrawn_at_most_five_times_a_second(clock):
+    term, results = _Terminal(), io.StringIO()
+    p = Progress("specs", stream=term, output=results)
+    p.advance("passed")  # the first one shows at once
+    for _ in range(50):  # within the same fifth of a second: no redraw
+        p.advance("passed")
+    clock.now += 0.3
+    p.advance("failed")
+    assert term.getvalue().count("\r\033[K") == 2
+    assert term.getvalue().endswith("specs: 52 (1 failed, 51 passed) 0s 173.3/s")
+    p.print("FAILED x.mod.py")  # above the live line: it is cleared first
+    assert term.getvalue().endswith("\r\033[K") and results.getvalue() == "FAILED x.mod.py\n"
+    clock.now += 0.3
+    p.advance("passed")
+    p.close()  # the live line does not stay behind
+    assert term.getvalue().endswith("\r\033[K")
+    assert term.getvalue().count("\r\033[K") == 5
+
+
 def test_fuzz_status_reaches_a_log_once_a_minute(clock, monkeypatch):
     log = io.StringIO()
     monkeypatch.setattr(fuzz_command.sys, "stderr", log)

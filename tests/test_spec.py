@@ -831,6 +831,23 @@ def test_dump_load_round_trip_property(tmp_path_factory, test):
     assert _normalized(back) == _normalized(test)
 
 
+@pytest.mark.parametrize("ignored, dynamic", [(False, True), (True, False)])
+def test_dump_keeps_ignored_outputs_and_the_dynamic_shape_opt_out(tmp_path, ignored, dynamic):
+    # A minimized failure replays what it was: an output whose values are unspecified is
+    # not compared, and a test that opted out of the dynamic-shape variant stays out.
+    m = ModelBuilder()
+    x = m.add_input(OperandType.TENSOR_FLOAT32, (2,))
+    y = m.add_output(OperandType.TENSOR_FLOAT32, (2,))
+    m.add_operation(OperationType.RELU, [x], [y])
+    fed = np.array([-1.0, 2.0], np.float32)
+    test = TestModel.from_hal("flags", m.build(), [fed], [np.maximum(fed, 0)])
+    test.main.operands[test.main.output_indexes[0]].is_ignored = ignored
+    test.test_dynamic_output_shape = dynamic
+    back = _round_trip(tmp_path, test)
+    assert back.main.operands[back.main.output_indexes[0]].is_ignored == ignored
+    assert back.test_dynamic_output_shape == dynamic
+
+
 def test_dump_keeps_the_sign_of_negative_zero(tmp_path):
     # A minimized failure may hinge on -0.0 (1 / -0.0 is -inf); int() dropped its sign.
     m = ModelBuilder()

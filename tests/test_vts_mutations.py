@@ -71,6 +71,7 @@ from driver.validation import (
 from randomgraph.mutations import (
     FAMILIES,
     INVALID_OPERAND_TYPES,
+    model_mutations,
     mutate_execution_order,
     mutate_operand_type,
     mutate_remove_writer,
@@ -261,6 +262,25 @@ def test_mutation_machinery_on_a_hand_built_chain():
     assert sum(1 for _ in mutate_remove_writer(model)) == 1
     n_operands = len(model.main.operands)
     assert sum(1 for _ in mutate_operand_type(model)) == n_operands * len(INVALID_OPERAND_TYPES)
+    # One consumer fewer and one more (an operand nothing reads: one consumer).
+    operands = model.main.operands
+    changed = sorted(
+        (k, mutated.main.operands[k].number_of_consumers)
+        for _, mutated, *_ in FAMILIES["number of consumers"](model)
+        for k, o in enumerate(operands)
+        if mutated.main.operands[k] != o
+    )
+    expected = []
+    for k, o in enumerate(operands):
+        n = o.number_of_consumers
+        expected += [(k, 1)] if n == 0 else [(k, n - 1), (k, n + 1)]
+    assert changed == sorted(expected)
+    # prepareModel_1_1 takes a preference, prepareModel_1_3 a priority: older drivers get
+    # neither mutation.
+    families = {v: {f for f, *_ in model_mutations(model, v)} for v in V}
+    assert "priority" in families[V.V1_3] and "priority" not in families[V.V1_2]
+    assert "execution preference" in families[V.V1_1]
+    assert "execution preference" not in families[V.V1_0]
 
 
 # ---------------------------------------------------------------------------------------
