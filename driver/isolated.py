@@ -624,6 +624,19 @@ def _status_of(value: int) -> Any:
         return value  # an unknown code stays an int: the harness reports it
 
 
+def _refusal(payload: bytes) -> tuple[Any, str] | None:
+    """(status, message) when ``payload`` is the service's answer to a call it could not
+    decode: a failure status and a message, without the values or the result the call's
+    reply would carry (see ``driver.service``); None for any other reply."""
+    try:
+        u = Unpacker(payload)
+        status, message = u.u32(), u.str()
+        u.end()
+    except ProtocolError:
+        return None
+    return None if status == ErrorStatus.NONE else (_status_of(status), message)
+
+
 def _decode_result(payload: bytes) -> tuple[ExecutionResult, str]:
     msg = wire.decode(payload, expected=wire.MessageKind.EXECUTION_RESULT)
     return (_status_of(int(msg.status)), list(msg.output_shapes), msg.timing), msg.message
@@ -777,6 +790,9 @@ class IsolatedDevice:
             return self._refuse(ErrorStatus.INVALID_ARGUMENT, f"a pool is not open: {e}"), *default
         except _Lost as e:
             return (self._lost(e), *default)
+        refused = _refusal(pending.payload)
+        if refused is not None:
+            return (self._done(*refused), *default)
         try:
             u = Unpacker(pending.payload)
             status, message = _status_of(u.u32()), u.str()
@@ -1031,6 +1047,9 @@ class IsolatedPreparedModel(_Remote):
     def _decoded(self, payload: bytes) -> ExecutionResult:
         """A result from the child, recorded as this call's outcome."""
         device = self._device
+        refused = _refusal(payload)
+        if refused is not None:
+            return device._done(*refused), [], NO_TIMING
         try:
             (status, shapes, timing), message = _decode_result(payload)
         except wire.WireDecodeError as e:
@@ -1221,7 +1240,8 @@ class IsolatedPreparedModel(_Remote):
             return launch, None, None
         status, message, u = launch
         try:
-            has_fence = u.u8()
+            # The service's refusal of a call it could not decode ends after the message.
+            has_fence = 0 if _refusal(pending.payload) is not None else u.u8()
             u.end()
         except ProtocolError as e:
             _close_all(writers)

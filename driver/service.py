@@ -17,6 +17,9 @@ parent decodes the child's replies with the same bounded decoders the fuzzer ham
 a misbehaving driver can at worst produce a reply the parent rejects.
 
 Every reply starts with the HAL status and the driver's message (``last_error``) for it.
+A call the child cannot decode (an unknown op or object, a malformed payload) is answered
+with that head alone, GENERAL_FAILURE, without the values the call's reply carries; the
+parent reports it as the call's FAILURE, and the child carries on.
 Asynchronous completions come back as NOTIFY (``execute``) and FENCED_DONE
 (``executeFenced``) frames carrying the call id of the launch. A Python exception that
 escapes the driver is a crash: the child reports it (CRASHED, with the traceback) and

@@ -90,13 +90,18 @@ class _Misbehaving:
 
     def execute_fenced(self, request, wait_for, measure=0, deadline=None, loop_timeout=None, timeout_after_fence=None):  # fmt: skip
         if _triggered(request):
-            # Misbehave once the fences have signalled, as the real work would.
+            # Misbehave once the fences have signalled, as the real work would; the work
+            # never finishes, so the fence returned is never signalled.
+            from driver.launch import FencedCallback
+            from driver.sync import SyncFence
+
             def later() -> None:
                 for fence in wait_for:
                     fence.wait(None)
                 self._action()
 
             threading.Thread(target=later, daemon=True).start()
+            return ErrorStatus.NONE, SyncFence(), FencedCallback()
         return self._inner.execute_fenced(
             request, wait_for, measure, deadline, loop_timeout, timeout_after_fence
         )
@@ -441,3 +446,14 @@ class _InconsistentQueries(ReportingDevice):
 
 def inconsistent_queries() -> ReportingDevice:
     return _InconsistentQueries()
+
+
+class _BadStatusQueries(ReferenceDevice):
+    """Answers ``getVersionString`` with a status no HAL status code can carry."""
+
+    def get_version_string(self):
+        return -1, self.config.version_string
+
+
+def bad_status() -> ReferenceDevice:
+    return _BadStatusQueries()

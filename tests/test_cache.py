@@ -14,6 +14,7 @@ from driver import cache as compilation_cache
 from driver import executor as executor_module
 from driver.builder import ModelBuilder, build_request
 from driver.device import DeviceConfig, ReferenceDevice
+from driver.extensions import EXTENSIONS
 from driver.hal.types import (
     ErrorStatus,
     ExecutionPreference,
@@ -164,19 +165,20 @@ def test_round_trip_with_control_flow_and_dynamic_shapes(fds):
         assert np.frombuffer(got[0], np.float32).tolist() == want.tolist()
 
 
-def test_priority_and_preference_are_part_of_the_cache(fds):
+@pytest.mark.parametrize(
+    "priority, preference",
+    [
+        (Priority.HIGH, ExecutionPreference.LOW_POWER),
+        (Priority.LOW, ExecutionPreference.SUSTAINED_SPEED),
+    ],
+)
+def test_priority_and_preference_are_part_of_the_cache(fds, priority, preference):
+    # Unequal codes (HIGH and SUSTAINED_SPEED are both 2): the two must not be swapped.
     device = ReferenceDevice()
-    _, mc, dc = save(
-        device,
-        conv_model(),
-        fds,
-        priority=Priority.HIGH,
-        preference=ExecutionPreference.SUSTAINED_SPEED,
-    )
+    _, mc, dc = save(device, conv_model(), fds, priority=priority, preference=preference)
     status, restored = restore(device, mc, dc)
     assert status == ErrorStatus.NONE
-    assert restored.priority == Priority.HIGH
-    assert restored.preference == ExecutionPreference.SUSTAINED_SPEED
+    assert (restored.priority, restored.preference) == (priority, preference)
 
 
 def test_restoring_skips_validation_and_the_static_pass(fds, monkeypatch):
@@ -316,19 +318,33 @@ def test_another_token_is_refused(fds):
 
 
 @pytest.mark.parametrize(
-    "other",
+    "other, why",
     [
-        DeviceConfig(version_string="nnfuzz-reference-2"),
-        DeviceConfig(version=HalVersion.V1_2),
-        DeviceConfig(emulate_relaxed_float16=True),
-        DeviceConfig(cache_secret=b"a private secret"),
+        (DeviceConfig(version_string="nnfuzz-reference-2"), "written by driver"),
+        (DeviceConfig(version=HalVersion.V1_2), "written by driver"),
+        (DeviceConfig(emulate_relaxed_float16=True), "written by driver"),
+        (DeviceConfig(extensions=tuple(e.hal() for e in EXTENSIONS.values())), "written by driver"),
+        (DeviceConfig(cache_secret=b"a private secret"), "checksum mismatch"),
     ],
-    ids=["driver version", "HAL version", "configuration", "secret"],
+    ids=["driver version", "HAL version", "configuration", "extensions", "secret"],
 )
-def test_a_cache_from_another_driver_is_refused(fds, other):
+def test_a_cache_from_another_driver_is_refused(fds, other, why):
+    # The identity is a plain header field, named when it differs; the secret is not.
     _, mc, dc = save(ReferenceDevice(), conv_model(), fds)
     device = ReferenceDevice(other)
     assert_refused(device, mc, dc)
+    assert why in device.last_error
+
+
+def test_a_header_of_another_role_or_format_is_refused_by_name(small_files, fds):
+    model_bytes, data_bytes = small_files
+    device = ReferenceDevice()
+    assert_refused(device, fds(data_bytes), fds(data_bytes))
+    assert "model cache: holds a data cache file" in device.last_error
+    other_format = bytearray(model_bytes)
+    other_format[4:6] = (compilation_cache.FORMAT_VERSION + 1).to_bytes(2, "little")
+    assert_refused(device, fds(bytes(other_format)), fds(data_bytes))
+    assert f"cache format {compilation_cache.FORMAT_VERSION + 1}," in device.last_error
 
 
 def test_swapped_files_are_refused(fds):
@@ -363,6 +379,14 @@ def test_bad_arguments_fail_cleanly(fds):
     ]:
         got = device.prepare_model_from_cache(None, model_cache, data_cache, token)
         assert got == (ErrorStatus.GENERAL_FAILURE, None), (model_cache, data_cache, token)
+
+
+def test_a_deadline_needs_hal_1_3(fds):
+    device = ReferenceDevice(version=HalVersion.V1_2)
+    _, mc, dc = save(device, conv_model(), fds)
+    far = time.monotonic_ns() + 10**10
+    assert restore(device, mc, dc, deadline=far) == (ErrorStatus.INVALID_ARGUMENT, None)
+    assert restore(device, mc, dc)[0] == ErrorStatus.NONE
 
 
 def test_deadlines(fds):
@@ -482,6 +506,44 @@ def test_the_parser_behind_the_checksum_raises_only_cache_error(small_files, dat
     except compilation_cache.CacheError:
         return
     assert len(entry.facts) == 1 + len(entry.model.referenced)
+
+
+def _plan_offset(model_body: bytes) -> int:
+    """Where the plan starts in a model cache body: after the preference, priority and
+    reserved field, the wire model and the pool placements."""
+    model_len = int.from_bytes(model_body[4:8], "little")
+    n_pools = int.from_bytes(model_body[8 + model_len : 12 + model_len], "little")
+    return 12 + model_len + 16 * n_pools
+
+
+def _plan_with_one_subgraph_more(model_body: bytes) -> bytes:
+    at = _plan_offset(model_body)
+    count = int.from_bytes(model_body[at : at + 4], "little")
+    return model_body[:at] + (count + 1).to_bytes(4, "little") + model_body[at + 4 :]
+
+
+@pytest.mark.parametrize(
+    "forge, why",
+    [
+        (lambda model, data: (model + b"\0", data), "1 bytes after the plan"),
+        (lambda model, data: (model, data[:-1]), "a pool lies beyond the end of the file"),
+        (
+            lambda model, data: (_plan_with_one_subgraph_more(model), data),
+            "does not match the model's subgraphs",
+        ),
+    ],
+    ids=["a byte after the plan", "a pool past the data", "a subgraph too many"],
+)
+def test_sealed_bodies_that_do_not_add_up_are_refused(small_files, fds, forge, why):
+    """Behind a valid checksum (what a forger holding the secret could write), the
+    bodies are still checked against each other and against the model: a pool lying
+    past the data would be read short, and a plan must describe exactly the model's
+    subgraphs and end with the body."""
+    device = ReferenceDevice()
+    bodies = forge(*compilation_cache.bodies(*small_files))
+    files = compilation_cache.seal_bodies(*bodies, token=TOKEN, identity=device.cache_identity)
+    assert_refused(device, fds(files[0]), fds(files[1]))
+    assert why in device.last_error
 
 
 def test_sealing_the_original_bodies_gives_the_original_files(small_files):

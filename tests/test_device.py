@@ -16,6 +16,7 @@ from driver.builder import ModelBuilder, build_request
 from driver.device import CollectingCallback, DeviceConfig, ReferenceDevice
 from driver.hal.device import Buffer, Device, PreparedModel
 from driver.hal.types import (
+    NO_TIMING,
     UINT64_MAX,
     BufferDesc,
     BufferRole,
@@ -115,9 +116,19 @@ def test_queries_report_the_same_values_every_time(device):
     assert T.SUBGRAPH not in types  # HAL 1.3: performance does not apply to it
 
 
-def test_feature_level_capabilities_leave_out_newer_types():
-    status, caps = ReferenceDevice(version=HalVersion.V1_1).get_capabilities()
-    assert max(p.type for p in caps.operand_performance) == T.TENSOR_QUANT8_ASYMM
+@pytest.mark.parametrize(
+    "version, newest",
+    [
+        (HalVersion.V1_0, T.TENSOR_QUANT8_ASYMM),
+        (HalVersion.V1_1, T.TENSOR_QUANT8_ASYMM),
+        (HalVersion.V1_2, T.TENSOR_QUANT8_SYMM),
+        (HalVersion.V1_3, T.TENSOR_QUANT8_ASYMM_SIGNED),
+    ],
+)
+def test_feature_level_capabilities_cover_exactly_the_types_of_their_version(version, newest):
+    # Each HAL version's OperandType ends at its newest type (OEM and SUBGRAPH aside).
+    status, caps = ReferenceDevice(version=version).get_capabilities()
+    assert [p.type for p in caps.operand_performance] == list(range(newest + 1))
 
 
 def test_supported_operations_one_bool_per_operation(device):
@@ -156,6 +167,8 @@ def test_prepare_option_rules(device, kw, status):
 def test_priority_needs_hal_1_3():
     dev = ReferenceDevice(version=HalVersion.V1_2)
     assert dev.prepare_model(add_model(), priority=Priority.HIGH)[0] == ErrorStatus.INVALID_ARGUMENT
+    far = time.monotonic_ns() + 10**10  # a deadline is 1.3 too, even one never reached
+    assert dev.prepare_model(add_model(), deadline=far)[0] == ErrorStatus.INVALID_ARGUMENT
     assert dev.prepare_model(add_model())[0] == ErrorStatus.NONE
 
 
@@ -232,6 +245,9 @@ def test_fenced_timing_and_failed_fence(device):
     assert launched.time_in_driver >= fenced.time_in_driver >= fenced.time_on_device
     # Launched timing counts from the launch, fenced timing from the fence's signal.
     assert launched.time_in_driver - fenced.time_in_driver >= 15_000
+    # Unmeasured: no timing at all.
+    status, done, cb = pm.execute_fenced(rb.request, [SyncFence.signalled()], MeasureTiming.NO)
+    assert cb.get_execution_info() == (ErrorStatus.NONE, NO_TIMING, NO_TIMING)
     bad = SyncFence()
     status, done, cb = pm.execute_fenced(rb.request, [bad])
     bad.signal(error=True)
@@ -353,6 +369,30 @@ def test_fenced_timeout_after_the_fences_must_be_uint64_nanoseconds(device, time
     rb = build_request(m, feeds())
     launch = pm.execute_fenced(rb.request, [], MeasureTiming.NO, None, None, timeout)
     assert launch == (ErrorStatus.INVALID_ARGUMENT, None, None)
+
+
+def test_fenced_timeout_after_the_fences_bounds_the_run_from_their_signal(device, slow_add):
+    m = add_model(chain=2)  # two 50 ms additions
+    pm = prepare(device, m)
+    far = time.monotonic_ns() + 10**10
+    for deadline in (None, far):  # the earlier of the deadline and the timeout counts
+        rb = build_request(m, feeds())
+        status, _, cb = pm.execute_fenced(
+            rb.request, [], MeasureTiming.NO, deadline, None, 20_000_000
+        )
+        assert status == ErrorStatus.NONE
+        assert cb.get_execution_info()[0] == ErrorStatus.MISSED_DEADLINE_TRANSIENT, deadline
+    # It counts from the fences' signal, not from the launch: waiting for a fence longer
+    # than the timeout leaves the whole timeout to the (one 50 ms addition) run.
+    one = add_model()
+    fence = SyncFence()
+    rb = build_request(one, feeds())
+    status, _, cb = prepare(device, one).execute_fenced(
+        rb.request, [fence], MeasureTiming.NO, None, None, 150_000_000
+    )
+    time.sleep(0.2)
+    fence.signal()
+    assert cb.get_execution_info()[0] == ErrorStatus.NONE, device.last_error
 
 
 @pytest.fixture
@@ -758,6 +798,67 @@ def test_allocate_role_rules(device):
         )[0]
         != ErrorStatus.NONE
     )
+
+
+def test_a_device_configured_without_memory_domains_allocates_nothing():
+    dev = ReferenceDevice(supports_memory_domains=False)
+    pm = prepare(dev, add_model())
+    got = dev.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+    assert got == (ErrorStatus.GENERAL_FAILURE, None, 0)
+
+
+def test_a_failed_execution_leaves_its_output_buffer_uninitialized():
+    # As Android marks a failed execution's output memories: the buffer's contents are
+    # not what a successful execution would have written, so reading them is an error.
+    dev = ReferenceDevice(budget=Budget(memory_bytes=16))  # the 48 input bytes exceed it
+    m = add_model()
+    pm = prepare(dev, m)
+    _, buf, token = dev.allocate(BufferDesc(), [pm], [], [BufferRole(0, 0)])
+    assert buf.copy_from(memory_from_bytes(b"\0" * 24), (2, 3)) == ErrorStatus.NONE
+    assert buf.copy_to(allocate_shared_memory(24)) == ErrorStatus.NONE
+    _, req = _token_request(m, token_out=token)
+    assert pm.execute_synchronously(req)[0] == ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT
+    assert buf.copy_to(allocate_shared_memory(24)) == ErrorStatus.GENERAL_FAILURE
+
+
+def test_one_buffer_as_two_outputs_of_an_execution_is_invalid_argument(device):
+    b = ModelBuilder()
+    x, y = b.add_input(F32, (2, 3)), b.add_input(F32, (2, 3))
+    outs = [b.add_output(F32, (2, 3)) for _ in range(2)]
+    for out in outs:
+        b.add_operation(OperationType.ADD, [x, y, b.add_scalar(T.INT32, 0)], [out])
+    m = b.build()
+    pm = prepare(device, m)
+    roles = [BufferRole(0, 0), BufferRole(0, 1)]
+    buffers = [device.allocate(BufferDesc(), [pm], [], roles) for _ in range(2)]  # kept: alive
+    rb = build_request(m, feeds())
+    pools = (*rb.request.pools, *(BufferToken(token) for _, _, token in buffers))
+    n = len(rb.request.pools)
+
+    def request(first_pool: int, second_pool: int) -> Request:
+        outs = tuple(
+            RequestArgument(False, DataLocation(p, 0, 0), ()) for p in (first_pool, second_pool)
+        )
+        return Request(rb.request.inputs, outs, pools)
+
+    assert pm.execute_synchronously(request(n, n + 1))[0] == ErrorStatus.NONE
+    assert pm.execute_synchronously(request(n, n))[0] == ErrorStatus.INVALID_ARGUMENT
+    assert "used twice" in device.last_error
+
+
+def test_an_input_shorter_than_its_dimensions_need_is_invalid_argument(device):
+    # Validation checks that a location lies within its pool; that it holds the whole
+    # operand is the driver's check when it reads the input.
+    m = add_model()
+    pm = prepare(device, m)
+    rb = build_request(m, feeds())
+    first = rb.request.inputs[0]
+    short = dataclasses.replace(
+        first, location=dataclasses.replace(first.location, length=first.location.length - 4)
+    )
+    request = dataclasses.replace(rb.request, inputs=(short, *rb.request.inputs[1:]))
+    assert pm.execute_synchronously(request)[0] == ErrorStatus.INVALID_ARGUMENT
+    assert "input 0: 20 bytes given" in device.last_error
 
 
 def test_a_role_does_not_pass_to_a_model_that_gets_a_freed_models_address():

@@ -365,6 +365,32 @@ def test_asynchronous_crash_and_hang_notify_the_callback_once():
         assert device.last_outcome == Outcome.CRASH
 
 
+def test_a_fenced_executions_hang_clock_runs_once_its_fences_have_signalled():
+    """Waiting for the caller's fences is not the driver's time: a fence signalled after
+    the timeout is no hang, and a driver that hangs once they have signalled is one."""
+    timeout = 0.3
+    model = add_model()
+    with IsolatedDevice("tests.drivers:hanging", timeout=timeout) as device:
+        pm = prepare(device, model)
+        fence = SyncFence()
+        rb = build_request(model, feeds(6))
+        status, done, _ = pm.execute_fenced(rb.request, [fence])
+        assert status == E.NONE
+        time.sleep(timeout + 0.1)
+        fence.signal()
+        assert done.wait(BOUND) == E.NONE, device.last_error
+        assert rb.output_bytes(0) == expected(6) and device.outcomes[Outcome.HANG] == 0
+        fence = SyncFence()
+        status, done, info = pm.execute_fenced(
+            build_request(model, feeds(TRIGGER)).request, [fence]
+        )
+        assert status == E.NONE
+        fence.signal()  # the child's driver now runs, and hangs
+        assert done.wait(timeout + BOUND) == E.GENERAL_FAILURE
+        assert info.get_execution_info()[0] == OUTCOME_STATUS[Outcome.HANG]
+        assert device.last_outcome == Outcome.HANG
+
+
 def test_loading_failures_are_driver_load_errors():
     with pytest.raises(DriverLoadError, match="cannot be constructed"):
         IsolatedDevice("tests.drivers:unloadable")
@@ -391,6 +417,72 @@ def test_an_empty_pool_crosses_two_process_boundaries():
         pm = prepare(device, model)
         assert pm.execute_synchronously(rb.request)[0] == E.NONE
     assert np.frombuffer(rb.output_bytes(0), np.float32).tolist() == [2, 4, 6, 8]
+
+
+def test_a_status_that_is_not_a_uint32_is_a_crash():
+    """The child reports a driver's non-status as a crash (as it does a malformed
+    result), rather than packing -1 as another code (0xFFFFFFFF)."""
+    with IsolatedDevice("tests.drivers:bad_status", timeout=20) as device:
+        assert device.get_version_string() == (OUTCOME_STATUS[Outcome.CRASH], "")
+        assert device.last_outcome == Outcome.CRASH
+        assert "the driver returned -1 as a status" in device.last_error
+
+
+def test_a_call_the_child_cannot_decode_is_a_general_failure_and_the_child_goes_on(isolated):
+    """The service answers a call it cannot decode (an unknown op, a malformed payload, an
+    object it does not have) with GENERAL_FAILURE and carries on. That answer has none of
+    the values or the result the call's reply carries, and was taken for a malformed
+    reply: a CRASH, and the healthy child killed."""
+    from driver.isolated import IsolatedPreparedModel
+    from driver.service import Op as Call
+
+    pm = prepare(isolated, add_model())
+    pid, restarts = isolated.pid, isolated.restarts
+    ghost = IsolatedPreparedModel(isolated, pm._child, 999_999)  # unknown to the child
+
+    def raw(op, payload):
+        return isolated._rpc(None, op, 0, payload, (), lambda u: (u.u32(),), (0,))[0]
+
+    calls = {
+        "unknown op": lambda: raw(999, b""),
+        "truncated prepare_model": lambda: raw(Call.PREPARE_MODEL, b"\1"),
+        "execute_synchronously": lambda: ghost.execute_synchronously(_req())[0],
+        "execute": lambda: _async(ghost, _req()),
+        "execute_fenced": lambda: ghost.execute_fenced(_req(), [])[0],
+        "configure_execution_burst": lambda: ghost.configure_execution_burst()[0],
+    }
+    for name, call in calls.items():
+        assert call() == E.GENERAL_FAILURE, name
+        assert isolated.last_outcome == Outcome.FAILURE, name
+        assert "nnfuzz service" in isolated.last_error, name
+    assert (isolated.pid, isolated.restarts) == (pid, restarts)
+    assert pm.execute_synchronously(_req())[0] == E.NONE
+
+
+def test_a_call_passes_up_to_max_fds_descriptors(isolated):
+    """SCM_RIGHTS carries at most MAX_FDS descriptors: that many pools cross, one more
+    is refused here (INVALID_ARGUMENT) instead of breaking the connection."""
+    from dataclasses import replace
+
+    from driver.service import MAX_FDS
+
+    model = add_model()
+    spare = [memory_from_bytes(b"\0" * 8) for _ in range(MAX_FDS + 1)]
+    assert isolated.get_supported_operations(replace(model, pools=tuple(spare[:MAX_FDS]))) == (
+        E.NONE,
+        [True],
+    )
+    assert isolated.get_supported_operations(replace(model, pools=tuple(spare)))[0] == (
+        E.INVALID_ARGUMENT
+    )
+    assert f"exceed the {MAX_FDS}" in isolated.last_error
+    pm = prepare(isolated, model)
+    rb = build_request(model, feeds())
+    used = len(rb.request.pools)
+    for extra, status in ((MAX_FDS - used, E.NONE), (MAX_FDS - used + 1, E.INVALID_ARGUMENT)):
+        request = replace(rb.request, pools=(*rb.request.pools, *spare[:extra]))
+        assert pm.execute_synchronously(request)[0] == status, extra
+    assert rb.output_bytes(0) == expected()
 
 
 # --- the caller's callbacks ----------------------------------------------------------------
@@ -712,6 +804,16 @@ def test_a_timeout_must_be_finite_and_positive(kw, name):
     if not isinstance(value, str):  # in a spec, "5" is 5 seconds
         with pytest.raises(DriverLoadError, match=f"{name} must be a finite number of seconds"):
             load_device(f"reference@isolated:{name}={value}")
+
+
+def test_a_timeout_may_be_as_long_as_max_timeout():
+    import math
+
+    from driver.isolated import MAX_TIMEOUT, check_timeout
+
+    assert check_timeout("timeout", MAX_TIMEOUT) == MAX_TIMEOUT
+    with pytest.raises(ValueError, match=r"^timeout must be"):
+        check_timeout("timeout", math.nextafter(MAX_TIMEOUT, math.inf))
 
 
 def test_a_burst_lets_go_of_pools_the_caller_dropped(isolated):

@@ -61,6 +61,33 @@ F32 = T.TENSOR_FLOAT32
 
 
 # ---------------------------------------------------------------------------------------
+# Version names
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, version",
+    [
+        ("V1_2", HalVersion.V1_2),
+        ("v1_3", HalVersion.V1_3),
+        ("1.1", HalVersion.V1_1),
+        (" 1.2 ", HalVersion.V1_2),
+        ("10", HalVersion.V1_0),
+        ("12", HalVersion.V1_2),
+    ],
+)
+def test_a_hal_version_is_spelled_as_its_name_its_label_or_two_digits(text, version):
+    # The --version options take any of the three (fuzz/commands/arguments.py).
+    assert HalVersion.parse(text) == version
+
+
+@pytest.mark.parametrize("text", ["1.4", "14", "2", "112", "V1", ""])
+def test_an_unknown_hal_version_is_a_value_error(text):
+    with pytest.raises(ValueError, match="unknown HAL version"):
+        HalVersion.parse(text)
+
+
+# ---------------------------------------------------------------------------------------
 # Models
 # ---------------------------------------------------------------------------------------
 
