@@ -405,13 +405,20 @@ def test_accepts_the_fixed_output_quantization(op, t, scale, zp):
     accepts(op, [tensor(t, [1, 2], scale=0.1)], [output(t, (2,), scale=scale, zero_point=zp)])
 
 
-def test_rejects_logistic_input_scale_too_small():
-    rejects(
-        O.LOGISTIC,
-        [tensor(U8, [1, 2], scale=2.0**-28)],
-        [output(U8, (2,), scale=1 / 256)],
-        match="too small",
-    )
+@pytest.mark.parametrize(
+    "scale, valid", [(2.0**-28, False), (2.0**-27, False), (2.0**-27 * (1 + 2**-20), True)]
+)
+@pytest.mark.parametrize("op", [O.LOGISTIC, O.TANH])
+def test_logistic_tanh_input_scale_times_2_to_27_must_exceed_one(op, scale, valid):
+    # QuantizeMultiplierGreaterThanOne(scale * 2**27) needs a multiplier > 1: exactly 1
+    # fails too.
+    fixed_scale, fixed_zp = _FIXED_OUT[op]
+    ins = [tensor(U8, [1, 2], scale=scale)]
+    outs = [output(U8, (2,), scale=fixed_scale, zero_point=fixed_zp)]
+    if valid:
+        accepts(op, ins, outs)
+    else:
+        rejects(op, ins, outs, match="too small")
 
 
 @pytest.mark.parametrize("op", [O.RELU, O.RELU1, O.RELU6])
@@ -421,10 +428,17 @@ def test_rejects_relu_output_quantization_change(op):
     rejects(op, [x], [output(U8, (2,), scale=0.5, zero_point=4)], match="scale and zero point")
 
 
-def test_rejects_hard_swish_output_scale_too_small():
+@pytest.mark.parametrize(
+    "out_scale, valid", [(1 / 256, False), (1 / 128, False), (1 / 127, True), (1 / 64, True)]
+)
+def test_rejects_hard_swish_output_scale_too_small(out_scale, valid):
+    # The output multiplier input scale / (128 * output scale) must be below 1: exactly 1
+    # (1/128 here) is QuantizeMultiplier's 0.5 * 2**1, a positive exponent.
     x = tensor(U8, [1, 2], scale=1.0)
-    rejects(O.HARD_SWISH, [x], [output(U8, (2,), scale=1 / 256)], match="below 1")
-    accepts(O.HARD_SWISH, [x], [output(U8, (2,), scale=1 / 64)])
+    if valid:
+        accepts(O.HARD_SWISH, [x], [output(U8, (2,), scale=out_scale)])
+    else:
+        rejects(O.HARD_SWISH, [x], [output(U8, (2,), scale=out_scale)], match="below 1")
 
 
 @pytest.mark.parametrize("op", [O.RELU, O.RELU1, O.RELU6, O.LOGISTIC, O.TANH])

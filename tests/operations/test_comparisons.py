@@ -82,6 +82,16 @@ def test_quant8_real_values_are_float_products():
     assert run1(O.LESS, [a, b], output(B8, (1,)))[0]
 
 
+def test_quant8_real_values_round_to_float32_before_comparing():
+    # 3 * 0.1f = 0.30000000447 in reals, which float32 rounds to 0.3f = 1 * 0.3f: Android
+    # finds them equal (a float64 product would not).
+    a = tensor(U8, [3, 3], scale=0.1, zero_point=0)
+    b = tensor(U8, [1, 2], scale=0.3, zero_point=0)
+    assert 3 * float(np.float32(0.1)) != float(np.float32(0.3))
+    np.testing.assert_array_equal(run1(O.EQUAL, [a, b], output(B8, (2,))), [True, False])
+    np.testing.assert_array_equal(run1(O.LESS, [a, b], output(B8, (2,))), [False, True])
+
+
 @both_paths
 @given(
     a=st.lists(st.integers(0, 255), min_size=1, max_size=10),
@@ -187,6 +197,20 @@ def test_zero_sized_input_is_rejected(op):
     x = tensor(t, np.zeros((0, 2)), declared_dims=(0, 2))
     with pytest.raises(HalError, match="zero-sized"):
         run1(op, [x, tensor(t, [1, 0])], output(B8, (0, 2)))
+
+
+def test_select_rejects_zero_sized_inputs():
+    # Select.cpp is registered without allowZeroSizedInput: three empty inputs of the same
+    # shape are still rejected.
+    empty = [tensor(t, np.zeros((0, 2)), declared_dims=(0, 2)) for t in (B8, F32, F32)]
+    with pytest.raises(HalError, match="zero-sized"):
+        run1(O.SELECT, empty, output(F32, (0, 2)))
+
+
+def test_logical_not_rejects_a_zero_sized_input():
+    x = tensor(B8, np.zeros((0, 2), bool), declared_dims=(0, 2))
+    with pytest.raises(HalError, match="zero-sized"):
+        run1(O.LOGICAL_NOT, [x], output(B8, (0, 2)))
 
 
 def test_select_rejects_different_shapes():

@@ -539,6 +539,15 @@ def test_while_body_outputs_must_line_up():
     assert "incompatible" in invalid(swapped)
 
 
+def test_while_body_state_outputs_must_feed_back_compatibly():
+    # Output 1 is state-only (the WHILE has one output): it is fed back as input 1 (int32
+    # [1]), so a float32 [2] there is rejected though no WHILE output matches it.
+    state = while_parts(body_out_types=(T.TENSOR_FLOAT32, T.TENSOR_FLOAT32))
+    assert "fed back" in invalid(state)
+    more = while_parts(body_out_types=(T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_INT32))
+    assert "more outputs (3) than inputs (2)" in invalid(more)
+
+
 def test_while_outputs_cannot_outnumber_body_outputs():
     assert "fewer than the WHILE's 3" in invalid(while_parts(outer_outputs=3))
 

@@ -261,6 +261,26 @@ def test_scale_rules_hold_when_the_activation_is_a_model_input(
     assert rule in _rejected(lambda: run_op(O.FULLY_CONNECTED, ins, outs, version=version))
 
 
+@pytest.mark.parametrize(
+    "relative_error, valid",
+    [(0.0, True), (5e-7, True), (-5e-7, True), (5e-6, False), (-5e-6, False)],
+)
+def test_bias_scale_must_equal_the_product_within_one_millionth(relative_error, valid):
+    # Android: |inputScale * weightsScale - biasScale| <= 1e-6 * min(both).
+    bias_scale = 0.125 * (1 + relative_error)  # 0.5 * 0.25 = 0.125
+    ins = [
+        tensor(T.TENSOR_QUANT8_ASYMM, [[1, 2]], scale=0.5),
+        tensor(T.TENSOR_QUANT8_ASYMM, [[1, 2]], scale=0.25, const=True),
+        tensor(T.TENSOR_INT32, [0], scale=bias_scale, const=True),
+        scalar(T.INT32, 0),
+    ]
+    outs = [output(T.TENSOR_QUANT8_ASYMM, (1, 1), scale=1.0)]
+    if valid:
+        run_op(O.FULLY_CONNECTED, ins, outs)
+    else:
+        assert "bias" in _rejected(lambda: run_op(O.FULLY_CONNECTED, ins, outs))
+
+
 def test_activation_given_at_run_time_is_checked():
     ins = [
         tensor(T.TENSOR_FLOAT32, [[1, 2]]),

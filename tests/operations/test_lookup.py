@@ -123,9 +123,22 @@ def test_hashtable_lookup_rejects():
     )
     rejects(
         O.HASHTABLE_LOOKUP,
+        good,
+        [output(F32), output(Q8, scale=1.0, zero_point=1)],
+        "hits.*zero point 0",
+    )
+    # One value row per key: fewer rows and more rows are both rejected.
+    rejects(
+        O.HASHTABLE_LOOKUP,
         [i32([1]), i32([1, 2, 3]), tensor(F32, [[1.0], [2.0]])],
         [output(F32), HITS],
         "differs from the 3 keys",
+    )
+    rejects(
+        O.HASHTABLE_LOOKUP,
+        [i32([1]), i32([1]), tensor(F32, [[1.0], [2.0]])],
+        [output(F32), HITS],
+        "differs from the 1 keys",
     )
     rejects(
         O.HASHTABLE_LOOKUP,
@@ -133,6 +146,18 @@ def test_hashtable_lookup_rejects():
         [output(F16), HITS],
         "no signature",
     )
+
+
+def test_hashtable_lookup_takes_repeated_constant_keys():
+    # "Sorted" is non-decreasing: a repeated key is valid, and bionic's bsearch finds the
+    # repeat its halving reaches first (position 2 of 4 here).
+    out, hits = run_op(
+        O.HASHTABLE_LOOKUP,
+        [i32([2, 5]), i32([1, 2, 2, 5]), tensor(F32, [[1.0], [2.0], [3.0], [4.0]])],
+        [output(F32), HITS],
+    )
+    np.testing.assert_array_equal(out, [[3.0], [4.0]])
+    np.testing.assert_array_equal(hits, [1, 1])
 
 
 _Q8_TABLE = tensor(Q8, [[1, 2]], scale=0.5, zero_point=0)

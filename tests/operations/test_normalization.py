@@ -135,6 +135,24 @@ def test_softmax_quant8_dominant_value_takes_everything():
     np.testing.assert_array_equal(y, [[0, 255, 0]])
 
 
+@pytest.mark.parametrize(
+    "kernel, length, want",
+    [
+        # SOFTMAX: 8193 * exp(0) = 8193 * 2**19 in Q12.19 wraps to 2**19 = 1.0, so each
+        # value gets 1.0 (255 saturated) instead of 1/8193 (0).
+        ("softmax", 8192 + 1, 255),
+        # L2_NORMALIZATION: 33026 * 255**2 wraps the int32 sum negative, whose inverse
+        # square root saturates; one element fewer still fits (255 / sqrt(sum) -> 129).
+        ("l2", 33025 + 1, 255),
+        ("l2", 33025, 129),
+    ],
+)
+def test_quantized_sums_wrap_like_the_cpp_int32_accumulators(kernel, length, want):
+    q = np.full((1, length), 255, np.uint8)
+    y = softmax(q, t=Q8, scale=1.0, zp=0) if kernel == "softmax" else l2norm(q, t=Q8, scale=1.0)
+    np.testing.assert_array_equal(y, np.full((1, length), want))
+
+
 def test_softmax_quant8_uniform_row():
     y = softmax(np.full((1, 4), 77), t=Q8, scale=0.5, zp=3)
     np.testing.assert_array_equal(y, np.full((1, 4), 64))  # 1/4 = 64/256
@@ -363,6 +381,8 @@ def test_lrn_matches_reference(case, radius, params):
 def test_lrn_validation():
     x = np.ones((1, 1, 1, 2), np.float32)
     _rejected(lambda: _lrn(x, -1, 1.0, 1.0, 1.0))
+    # Radius 0 is valid: each window is the element alone, 1 / (1 + 1 * 1**2) ** 1.
+    np.testing.assert_array_equal(_lrn(x, 0, 1.0, 1.0, 1.0), np.full(x.shape, 0.5))
     _rejected(lambda: _lrn(x, 1, 1.0, 1.0, 1.0, axis=4))
     ins = [tensor(F32, np.ones((1, 2), np.float32)), scalar(T.INT32, 1)] + [
         scalar(T.FLOAT32, 1.0)
@@ -373,6 +393,32 @@ def test_lrn_validation():
             O.LOCAL_RESPONSE_NORMALIZATION, ins, [output(F32, (1, 2))], version=HalVersion.V1_1
         )
     )
+
+
+_HAL_1_0_RANKS = {
+    # Without the axis input (the HAL 1.0 form), the ranks HAL 1.0/1.1 took.
+    O.SOFTMAX: (2, 4),
+    O.L2_NORMALIZATION: (4,),
+    O.LOCAL_RESPONSE_NORMALIZATION: (4,),
+}
+_HAL_1_0_SCALARS = {
+    O.SOFTMAX: [scalar(T.FLOAT32, 1.0)],
+    O.L2_NORMALIZATION: [],
+    O.LOCAL_RESPONSE_NORMALIZATION: [scalar(T.INT32, 1)] + [scalar(T.FLOAT32, 1.0)] * 3,
+}
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4])
+@pytest.mark.parametrize("op", list(_HAL_1_0_RANKS), ids=lambda o: o.name)
+def test_other_ranks_without_an_axis_need_hal_1_2(op, rank):
+    shape = (2,) * rank
+    ins = [tensor(F32, np.ones(shape, np.float32)), *_HAL_1_0_SCALARS[op]]
+    outs = [output(F32, shape)]
+    run_op(op, ins, outs, version=HalVersion.V1_2)
+    if rank in _HAL_1_0_RANKS[op]:
+        run_op(op, ins, outs, version=HalVersion.V1_0)
+    else:
+        assert "HAL" in _rejected(lambda: run_op(op, ins, outs, version=HalVersion.V1_1))
 
 
 # ---------------------------------------------------------------------------------------

@@ -371,11 +371,18 @@ def test_rejects_zero_stride_or_filter(bad):
     _rejected(lambda: _pool(O.AVERAGE_POOL_2D, X44, bad, (1, 2, 2, 1)))
 
 
-def test_quantized_output_must_keep_the_input_quantization():
-    x = tensor(T.TENSOR_QUANT8_ASYMM, np.zeros((1, 2, 2, 1)), scale=0.5, zero_point=3)
-    outs = [output(T.TENSOR_QUANT8_ASYMM, (1, 1, 1, 1), scale=0.25, zero_point=3)]
-    msg = _rejected(lambda: run_op(O.MAX_POOL_2D, [x, I(2), I(1), I(1), I(2), I(2), I(0)], outs))
-    assert "scale and zero point" in msg
+@pytest.mark.parametrize(
+    "out_scale, out_zero_point, valid", [(0.5, 3, True), (0.25, 3, False), (0.5, 4, False)]
+)
+def test_quantized_output_must_keep_the_input_quantization(out_scale, out_zero_point, valid):
+    x = tensor(T.TENSOR_QUANT8_ASYMM, np.full((1, 2, 2, 1), 5), scale=0.5, zero_point=3)
+    outs = [output(T.TENSOR_QUANT8_ASYMM, (1, 1, 1, 1), scale=out_scale, zero_point=out_zero_point)]
+    ins = [x, I(2), I(1), I(1), I(2), I(2), I(0)]
+    if valid:
+        (y,) = run_op(O.MAX_POOL_2D, ins, outs)
+        assert y.ravel().tolist() == [5]
+    else:
+        assert "scale and zero point" in _rejected(lambda: run_op(O.MAX_POOL_2D, ins, outs))
 
 
 def test_layout_needs_hal_1_2():

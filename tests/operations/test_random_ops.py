@@ -158,6 +158,18 @@ def test_lsh_weights_scale_each_row():
     assert ones.tolist() == lsh(hashes, data, None, 2).tolist()
     flipped = lsh(hashes, data, [-1, -1, -1, -1], 2)
     assert (flipped == 1 - ones).all()  # a score of exactly 0 is astronomically unlikely
+    # Zero weights make every score exactly 0, and the bit is set only for a score > 0.
+    assert lsh(hashes, data, [0, 0, 0, 0], 2).tolist() == [0] * 18
+
+
+def test_lsh_takes_32_bits_per_function():
+    hashes = np.random.default_rng(7).standard_normal((2, 32)).astype(np.float32)
+    dense = lsh(hashes, [1, 2], None, 2)
+    assert dense.shape == (64,) and set(dense.tolist()) <= {0, 1}
+    # The legacy sparse signature of 32 bits fills the int32 (most significant bit first).
+    legacy = lsh(hashes, [1, 2], None, 1)
+    want = (dense.reshape(2, 32).astype(np.int64) << np.arange(31, -1, -1)).sum(axis=1)
+    assert legacy.tolist() == (((want + 2**31) % 2**32) - 2**31).tolist()
 
 
 def test_lsh_rows_hash_all_their_bytes():

@@ -187,10 +187,20 @@ def test_nearest_by_hand(align, half, out, want_idx):
     np.testing.assert_array_equal(y.reshape(out), np.array([10, 20])[want_idx])
 
 
-def test_scale_form_floors_the_size():
-    x = np.zeros((1, 3, 2, 1), dtype=np.float32)
-    y = resize(O.RESIZE_BILINEAR, x, (4, 3), nchw=False, scales=(1.5, 1.6))  # 4.5, 3.2
-    assert y.shape == (1, 4, 3, 1)
+@pytest.mark.parametrize(
+    "in_hw, scales, out_hw",
+    [
+        ((3, 2), (1.5, 1.6), (4, 3)),  # 4.5, 3.2
+        ((3, 2), (1.9, 1.75), (5, 3)),  # 5.7, 3.5: floored, not rounded
+        # float32(10) * 0.7f = 6.99999988 rounds to 7.0f before the floor (float64: 6).
+        ((10, 10), (0.7, 0.7), (7, 7)),
+    ],
+)
+@pytest.mark.parametrize("op", [O.RESIZE_BILINEAR, O.RESIZE_NEAREST_NEIGHBOR])
+def test_scale_form_floors_the_float32_size(op, in_hw, scales, out_hw):
+    x = np.zeros((1, *in_hw, 1), dtype=np.float32)
+    y = resize(op, x, out_hw, nchw=False, scales=scales)
+    assert y.shape == (1, *out_hw, 1)
 
 
 @st.composite
@@ -361,6 +371,15 @@ def test_validation():
         )
     )
     assert "scale and zero point" in msg
+    for out_q in ({"scale": 0.5, "zero_point": 1}, {"scale": 0.25, "zero_point": 0}):
+        msg = _rejected(
+            lambda q=out_q: run_op(
+                O.RESIZE_BILINEAR,
+                [tensor(Q8, X22, scale=0.5), scalar(T.INT32, 2), scalar(T.INT32, 2)],
+                [output(Q8, (1, 2, 2, 1), **q)],
+            )
+        )
+        assert "scale and zero point" in msg
 
 
 def test_hal_versions():
@@ -375,6 +394,9 @@ def test_hal_versions():
     _rejected(
         lambda: resize(O.RESIZE_NEAREST_NEIGHBOR, X22, (3, 3), nchw=False, version=HalVersion.V1_1)
     )
+    # RESIZE_NEAREST_NEIGHBOR came with HAL 1.2's layout flag: it has no form without it.
+    msg = _rejected(lambda: resize(O.RESIZE_NEAREST_NEIGHBOR, X22, (3, 3)))
+    assert "no signature" in msg, msg
 
 
 # ---------------------------------------------------------------------------------------

@@ -151,6 +151,22 @@ def test_unidirectional_rnn_matches_reference(time_major, tt):
     np.testing.assert_allclose(h.astype(np.float64), ref_h, atol=tol, rtol=tol)
 
 
+def test_float16_sequence_keeps_a_float16_hidden_state_between_steps():
+    # One unit, bias -1, no activation. Step 1: -1 + (1 + 2**-9) * (2 + 2**-9) =
+    # 1 + 3 * 2**-9 + 2**-18, stored as float16 1 + 3 * 2**-9 (Android's hidden state
+    # buffer is float16). Step 2 (input 0): -1 + that state = 3 * 2**-9 exactly; a float32
+    # state would carry the 2**-18 on, which float16 represents at that magnitude.
+    w, r, b = np.array([[2 + 2**-9]]), np.array([[1.0]]), np.array([-1.0])
+    xs = np.array([1 + 2**-9, 0.0]).reshape(2, 1, 1)
+    out, h = run_op(
+        O.UNIDIRECTIONAL_SEQUENCE_RNN,
+        uni_rnn_inputs(w, r, b, xs, np.zeros((1, 1)), 0, tt=F16),
+        [output(F16, (2, 1, 1)), output(F16, (1, 1))],
+    )
+    np.testing.assert_array_equal(out.ravel(), np.array([1 + 3 * 2**-9, 3 * 2**-9], np.float16))
+    assert h[0, 0] == np.float16(3 * 2**-9)
+
+
 def test_unidirectional_rnn_split_sequence_and_versions():
     w, r, b = rnn_weights(5, 2, 3)
     xs = _seq(5, 5, 1, 2)

@@ -76,6 +76,20 @@ def test_special_values():
     assert exp16[0] == np.inf and exp16[1] == np.float16(math.exp(-20))
 
 
+def test_rsqrt_is_one_over_sqrt():
+    # sqrt(-0.0) is -0.0 (IEEE), so 1.f / std::sqrt(x) gives -inf there.
+    got = run1(O.RSQRT, [tensor(F32, [-0.0, 0.0, 4.0])], output(F32, (3,)))
+    np.testing.assert_array_equal(got, [-np.inf, np.inf, 0.5])
+
+
+def test_float16_math_rounds_once_from_float32():
+    # RSQRT(1 + 2**-10) = 0.99951208 is 1 - 2**-11 in float16. Rounding sqrt to float16
+    # first (1.00048828 is a tie between 1 and 1 + 2**-10, to even: 1) would give 1.0.
+    x = np.float16(1 + 2**-10)
+    got = run1(O.RSQRT, [tensor(F16, [x])], output(F16, (1,)))
+    assert got[0] == np.float16(1 - 2**-11)
+
+
 def test_floor_rounds_toward_negative_infinity():
     got = run1(
         O.FLOOR, [tensor(F32, [-2.5, -0.0, -1e-8, 1e-8, 3.999, 16777216.0])], output(F32, (6,))
