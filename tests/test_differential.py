@@ -16,6 +16,7 @@ from randomgraph import metamorphic
 from randomgraph.differential import (
     OPERATION_CRITERIA,
     PATH_SINCE,
+    SMALL_GRAPH_LIMIT,
     CheckOptions,
     DifferentialChecker,
     Outcome,
@@ -229,6 +230,8 @@ class _Misbehaving(ReferenceDevice):
     def get_supported_operations(self, model):
         if self.mode == "unsupported":
             return ErrorStatus.NONE, [False] * len(model.main.operations)
+        if self.mode == "support-count":  # one flag more than there are operations
+            return ErrorStatus.NONE, [True] * (len(model.main.operations) + 1)
         return super().get_supported_operations(model)
 
 
@@ -241,11 +244,19 @@ class _Misbehaving(ReferenceDevice):
         ("wrong-shape", Outcome.WRONG),
         ("no-shapes", Outcome.WRONG),  # a 1.2+ driver must report every output's shape
         ("unsupported", Outcome.SKIPPED),
+        ("support-count", Outcome.REJECTED),
     ],
 )
 def test_outcome_classes(mode, outcome):
     c = DifferentialChecker(lambda: _Misbehaving(mode), CheckOptions(timeout=5))
     assert c.check(add_test()).outcome == outcome
+
+
+def test_a_wrongly_reported_shape_is_a_shape_failure_not_a_compare_one():
+    c = DifferentialChecker(lambda: _Misbehaving("wrong-shape"), CheckOptions(timeout=5))
+    r = c.check(add_test())
+    assert (r.outcome, r.stage, r.signature) == (Outcome.WRONG, "output shapes", "shape"), r.detail
+    assert "reports shape [1], expected [2, 3]" in r.detail
 
 
 def test_old_driver_skips_newer_models():
@@ -283,9 +294,23 @@ def test_criteria_follow_android_per_operation_and_graph_size():
     assert OPERATION_CRITERIA[O.CONV_2D] == "conv"
     assert criteria_for(add_test()) == "medium"
     assert criteria_for(chain_test()) == "small_graph"
+    long = chain_test()
+    long.main.operations = (long.main.operations * 4)[:SMALL_GRAPH_LIMIT]
+    assert criteria_for(long) == "small_graph"
+    long.main.operations = (long.main.operations * 2)[: SMALL_GRAPH_LIMIT + 1]
+    assert criteria_for(long) == "large_graph"
     t = add_test()
     t.criteria = "strict"
     assert criteria_for(t) == "strict"
+
+
+def test_an_ignored_output_is_not_compared():
+    t = add_test(dims=(2,))
+    want = [np.array([1.0, 2.0], np.float32)]
+    wrong = [np.array([1.0, 7.0], np.float32)]
+    assert compare_outputs(t, "strict", wrong, want)
+    t.main.operands[t.main.output_indexes[0]].is_ignored = True
+    assert compare_outputs(t, "strict", wrong, want) == []
 
 
 def test_float16_outputs_are_really_compared():

@@ -49,6 +49,7 @@ from driver.validation import (
     validate_buffer_desc_and_roles,
     validate_deadline,
     validate_execution_preference,
+    validate_measure,
     validate_model,
     validate_priority,
     validate_request,
@@ -633,6 +634,12 @@ RULES: list[Rule] = [
         lambda m: with_operand(m, 0, extra_params=SymmPerChannelQuantParams(0, (0.5,))),
         rf"{OPERAND} 0: .* has 1 scales for 2 channels",
     ),
+    Rule(
+        "per-channel scales beyond the channels",
+        per_channel,
+        lambda m: with_operand(m, 0, extra_params=SymmPerChannelQuantParams(0, (0.5, 0.25, 0.5))),
+        rf"{OPERAND} 0: .* has 3 scales for 2 channels",
+    ),
     *[
         Rule(
             f"per-channel scale {s}",
@@ -734,6 +741,12 @@ RULES: list[Rule] = [
         two_adds,
         lambda m: with_location(m, 1, length=12),
         rf"{OPERAND} 1: constant TENSOR_FLOAT32 \[2, 2\] needs length 16, got 12",
+    ),
+    Rule(
+        "constant longer than its size (within operandValues)",
+        two_adds,
+        lambda m: with_location(m, 1, offset=0, length=20),
+        rf"{OPERAND} 1: constant TENSOR_FLOAT32 \[2, 2\] needs length 16, got 20",
     ),
     Rule(
         "constant scalar length",
@@ -998,6 +1011,12 @@ RULES: list[Rule] = [
         two_adds,
         lambda m: with_pool(m, 0, size=2**62),
         r"model pool 0: declares 4611686018427387904 bytes but its handle maps 16",
+    ),
+    Rule(
+        "pool one byte larger than its mapping",
+        two_adds,
+        lambda m: with_pool(m, 0, size=17),
+        r"model pool 0: declares 17 bytes but its handle maps 16",
     ),
     Rule(
         "negative pool size",
@@ -1286,6 +1305,13 @@ def _r_pool_index():
     return m, with_argument(r, "inputs", 0, location=DataLocation(5, 0, 16))
 
 
+@request_rule("pool index one past the last pool")
+def _r_pool_index_one_past():
+    r"""request input 0: poolIndex 2 is out of range \(2 pools\)"""
+    m, r = simple_request()
+    return m, with_argument(r, "inputs", 0, location=DataLocation(2, 0, 16))
+
+
 @request_rule("beyond the pool")
 def _r_beyond_pool():
     r"""request output 0: offset 8 \+ length 16 is beyond pool 1 \(16 bytes\)"""
@@ -1494,6 +1520,18 @@ def test_invalid_priority_and_preference(value):
         with pytest.raises(HalError) as e:
             check(value)
         assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("value", [0, 1])
+def test_valid_measure_timing(value):
+    assert validate_measure(value) == value
+
+
+@pytest.mark.parametrize("value", [-1, 2, True, False, None])
+def test_invalid_measure_timing(value):
+    with pytest.raises(HalError) as e:
+        validate_measure(value)
+    assert e.value.status == ErrorStatus.INVALID_ARGUMENT and "MeasureTiming" in e.value.message
 
 
 @pytest.mark.parametrize("deadline", [None, 0, 123_456_789, 2**64 - 1])
@@ -1722,6 +1760,22 @@ def _add_chain(first_out=(2,), second_in=(2,), second_type=F32, pool_out_scale=N
     return b.build()
 
 
+def _deferrable_main_strict_referenced() -> Model:
+    """Main: ADD declaring output [3] for [2] inputs (deferrable); referenced subgraph 0
+    (referenced by nothing): an ADD whose activation is a FLOAT32 (no signature)."""
+    b = ModelBuilder()
+    sg = b.new_subgraph()
+    a = sg.add_input(F32, (2,))
+    out = sg.add_output(F32, (2,))
+    sg.add_operation(
+        O.ADD, [a, sg.add_constant(F32, (2,), [1, 1]), sg.add_scalar(T.FLOAT32, 0)], [out]
+    )
+    x = b.add_input(F32, (2,))
+    y = b.add_output(F32, (3,))
+    b.add_operation(O.ADD, [x, x, b.add_scalar(T.INT32, 0)], [y])
+    return b.build()
+
+
 @pytest.mark.parametrize(
     "model, deferrable, match",
     [
@@ -1739,8 +1793,10 @@ def _add_chain(first_out=(2,), second_in=(2,), second_type=F32, pool_out_scale=N
         (_add_chain(second_in=(1, 1, 1, 1, 2)), False, "operation 1 .*must have rank 0..4"),
         # A rule Android's validation checks wins over an earlier deferrable one.
         (_add_chain(first_out=(3,), second_in=(1, 1, 1, 1, 2)), False, "operation 1 .*rank"),
+        # ... also when the deferrable one is in main and the other in a referenced subgraph.
+        (_deferrable_main_strict_referenced(), False, "subgraph 0, operation 0 .*no signature"),
     ],
-    ids=["shape", "broadcast", "pool-quant", "types", "rank", "strict-wins"],
+    ids=["shape", "broadcast", "pool-quant", "types", "rank", "strict-wins", "strict-wins-across"],
 )
 def test_rejections_say_whether_android_validation_makes_them(model, deferrable, match):
     assert_rejected(model, deferrable=deferrable, match=match)

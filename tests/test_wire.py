@@ -4,6 +4,7 @@ contract — any bytes end in an object or one WireDecodeError, within bounded m
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import struct
 import tracemalloc
@@ -385,6 +386,9 @@ def test_fd_resolver_maps_received_descriptors_and_checks_their_size():
     with pytest.raises(WireDecodeError) as info:
         wire.decode_request(lying.data, wire.fd_resolver(fds))
     assert info.value.failure == DecodeFailure.BAD_HANDLE
+    one_more = wire.encode_request(Request(pools=(Memory("ashmem", 17, mem.handle),)))
+    with pytest.raises(WireDecodeError, match=r"declares 17 bytes but descriptor .* holds 16"):
+        wire.decode_request(one_more.data, wire.fd_resolver(fds))
     with pytest.raises(WireDecodeError, match="handle index"):
         wire.decode_request(lying.data, wire.fd_resolver([]))
     r, w = os.pipe()
@@ -599,6 +603,18 @@ def test_bad_values_are_rejected_where_they_are():
     with pytest.raises(WireDecodeError, match="hasNoValue is 2") as info:
         wire.decode_request(_patched(req, args_at, "<I", 2))
     assert info.value.offset == args_at
+    # A request pool tag other than memory (0) or token (1): 0 arguments, 1 pool.
+    body = struct.pack("<III", 0, 0, 1) + struct.pack("<II", 2, 5)
+    with pytest.raises(WireDecodeError, match="unknown request pool tag 2") as info:
+        wire.decode_request(_with_body(wire.MessageKind.REQUEST, body))
+    assert info.value.failure == DecodeFailure.BAD_VALUE and info.value.offset == 24
+    # An extraParams kind other than none (0), per-channel (1) or extension (2).
+    data = _model(
+        struct.pack("<II", 0, 0), _subgraph_head(1), bytes([0, 3]), bytes(32), bytes(4), TAIL
+    )
+    with pytest.raises(WireDecodeError, match="invalid code 3") as info:
+        wire.decode_model(data)
+    assert info.value.failure == DecodeFailure.BAD_VALUE and info.value.offset == 37
 
 
 def test_unknown_enum_codes_pass_through_for_validation_to_judge():
@@ -698,6 +714,16 @@ HUGE_DECLARATIONS = {
     "operands within the limit": (
         _model(struct.pack("<II", 0, 0), _subgraph_head(wire.MAX_OPERANDS)),
         DecodeFailure.TRUNCATED,
+    ),
+    "operands in the whole model": (  # main holds 1: a referenced one may hold one less
+        _model(
+            struct.pack("<II", 0, 1),
+            _subgraph_head(1),
+            bytes([0, 0]),
+            bytes(32),
+            _subgraph_head(wire.MAX_OPERANDS),
+        ),
+        DecodeFailure.LIMIT_EXCEEDED,
     ),
     "operations": (
         _model(struct.pack("<II", 0, 0), _subgraph_head(0, wire.MAX_OPERATIONS + 1)),
@@ -802,6 +828,10 @@ HUGE_DECLARATIONS = {
         _with_body(wire.MessageKind.REQUEST, struct.pack("<III", 0, 0, wire.MAX_POOLS)),
         DecodeFailure.TRUNCATED,
     ),
+    "request pools over the limit": (
+        _with_body(wire.MessageKind.REQUEST, struct.pack("<III", 0, 0, wire.MAX_POOLS + 1)),
+        DecodeFailure.LIMIT_EXCEEDED,
+    ),
     "operand performance": (
         _with_body(
             wire.MessageKind.CAPABILITIES,
@@ -863,6 +893,17 @@ def test_huge_declared_sizes_fail_fast_without_allocating(name):
     assert info.value.failure == failure, info.value
     assert peak < 64 * 1024, f"{name}: peak allocation {peak} bytes"
     assert 0 < info.value.offset < len(data)
+
+
+def test_read_message_reads_no_further_than_the_header_says():
+    msg = wire.encode_model(small_model()).data
+    assert wire.read_message(io.BytesIO(msg + b"next message")) == msg + b"n"
+    # A declared length over MAX_MESSAGE_BYTES: the header only (the decoder says why).
+    huge = _with_body(wire.MessageKind.MODEL, bytes(64))
+    huge = _patched(huge, 8, "<I", wire.MAX_MESSAGE_BYTES)
+    assert wire.read_message(io.BytesIO(huge)) == huge[: wire.HEADER_SIZE]
+    not_a_message = b"garbage " * 8
+    assert wire.read_message(io.BytesIO(not_a_message)) == not_a_message[: wire.HEADER_SIZE]
 
 
 def test_oversized_message_is_refused_before_parsing(monkeypatch):
