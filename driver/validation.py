@@ -1515,10 +1515,8 @@ def validate_duration(duration: Any, what: str) -> int | None:
 
 
 def validate_measure(measure: Any) -> MeasureTiming:
-    """``MeasureTiming``: NO (0) or YES (1)."""
-    if isinstance(measure, bool) or measure not in (MeasureTiming.NO, MeasureTiming.YES):
-        raise _invalid(f"invalid MeasureTiming {measure!r}: NO (0) or YES (1)")
-    return MeasureTiming(measure)
+    """``MeasureTiming``: NO (0) or YES (1), an integer code like the other enums."""
+    return _enum_value(measure, MeasureTiming, "MeasureTiming")
 
 
 def validate_execution(

@@ -1527,7 +1527,7 @@ def test_valid_measure_timing(value):
     assert validate_measure(value) == value
 
 
-@pytest.mark.parametrize("value", [-1, 2, True, False, None])
+@pytest.mark.parametrize("value", [-1, 2, True, False, None, 1.0, "1"])
 def test_invalid_measure_timing(value):
     with pytest.raises(HalError) as e:
         validate_measure(value)
