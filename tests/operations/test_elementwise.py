@@ -471,6 +471,17 @@ def test_quant8_max_min_requantize_hand_computed():
     np.testing.assert_array_equal(got, [2, 6])  # min [2.5, 10] -> 1.25 -> 1 (+1), 5 (+1)
 
 
+@pytest.mark.parametrize("op", [O.MAXIMUM, O.MINIMUM])
+def test_quant8_requantize_rounds_negative_ties_like_the_unsigned_kernel(op):
+    # Centered -7, -5, 9 at scale 0.5 are -3.5, -2.5, 4.5: exact ties at output scale 1.
+    # Unsigned (zero point 128): 124.5, 125.5, 132.5 round up to 125, 126, 133; the signed
+    # twin is those - 128 (-3, -2, 5), not std::round(-3.5) = -4 and round(-2.5) = -3.
+    a = q([121, 123, 137], 0.5, 128)
+    out = output(U8, (3,), scale=1.0, zero_point=128)
+    np.testing.assert_array_equal(run1(op, [a, a], out), [125, 126, 133])
+    assert_signed_matches_unsigned(op, [a, a], [out])
+
+
 def test_quant8_prelu_hand_computed():
     # x scale 0.5 zp 100: [-10, -1, 0, 3]; alpha scale 0.125 zp 0: [0.25, 0.5, 1, 2]
     got = run1(
@@ -652,6 +663,15 @@ def test_rejects_mul_output_scale_not_above_product(t):
 def test_rejects_add_output_scale_too_small():
     a = tensor(U8, [1, 2], scale=1.0)
     rejects(O.ADD, [a, a, act(0)], [output(U8, (2,), scale=2.0**-20)], match="too small")
+
+
+@pytest.mark.parametrize("op", [O.ADD, O.SUB])
+def test_add_sub_output_multiplier_is_twice_the_larger_input_scale(op):
+    # The inputs are rescaled to 2 * max(1.0, 0.5) = 2.0 before the 20-bit shift, so the
+    # output multiplier 2.0 / (2**20 * scale) reaches 1 (rejected) at scale 2**-19.
+    a, b = tensor(U8, [1, 2], scale=1.0), tensor(U8, [1, 2], scale=0.5)
+    rejects(op, [a, b, act(0)], [output(U8, (2,), scale=2.0**-19)], match="too small")
+    accepts(op, [a, b, act(0)], [output(U8, (2,), scale=2.0**-19 * 1.001)])
 
 
 @pytest.mark.parametrize("op", [O.ADD, O.MUL, O.SUB, O.DIV])

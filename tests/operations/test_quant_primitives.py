@@ -309,6 +309,24 @@ def test_legacy_multiplier_forms():
 
 
 @pytest.mark.parametrize(
+    "real, want",
+    [
+        (0.75, (3 << 29, 0)),  # 0.75 = 0.75 * 2**0: 0.75 * 2**31
+        (0.1, (1717986918, -3)),  # 0.8 * 2**-3: round(0.8 * 2**31)
+        # q * 2**31 rounds up to 2**31: QuantizeMultiplier halves it and adds one to the shift.
+        (1 - 2.0**-33, (1 << 30, 1)),
+        (4 * (1 - 2.0**-33), (1 << 30, 3)),
+        # Below 2**-32 the shift would pass -31: the multiplier is 0 (every result 0).
+        (2.0**-32, (1 << 30, -31)),
+        (2.0**-33, (0, 0)),
+        (2.0**-40, (0, 0)),
+    ],
+)
+def test_quantize_multiplier_carries_and_flushes_like_android(real, want):
+    assert quant.quantize_multiplier(real) == want
+
+
+@pytest.mark.parametrize(
     "helper",
     [quant.quantize_multiplier, quant.quantize_multiplier_greater_than_one],
 )

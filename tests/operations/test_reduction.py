@@ -84,6 +84,8 @@ def test_mean_float(axes, keep, shape, check):
 
 def test_mean_keep_dims_is_any_positive_int():
     assert run1(O.MEAN, [tensor(F32, X), i32([1]), i(7)]).shape == (2, 1, 4)
+    # ...and any other value drops the reduced dimensions, a negative one too.
+    assert run1(O.MEAN, [tensor(F32, X), i32([1]), i(-1)]).shape == (2, 4)
 
 
 def test_mean_float32_sums_sequentially():
@@ -95,11 +97,11 @@ def test_mean_float32_sums_sequentially():
 
 
 def test_mean_float16_computes_in_float32():
-    # In float16, 2048 + 1 rounds back to 2048; in float32 the sum is 2056 and 2056 / 5
-    # = 411.2 -> float16 411.25.
-    x = np.array([2048, 2, 2, 2, 2], np.float16)
+    # In float16, 2048 + 1 rounds back to 2048 (a float16 sum would be 2048, mean 409.6 ->
+    # 409.5); in float32 the sum is 2052 and 2052 / 5 = 410.4 -> float16 410.5.
+    x = np.array([2048, 1, 1, 1, 1], np.float16)
     got = run1(O.MEAN, [tensor(F16, x), i32([0]), i(0)], F16)
-    assert got.dtype == np.float16 and got[0] == np.float16(411.2)
+    assert got.dtype == np.float16 and got[0] == 410.5
 
 
 def test_mean_quantized_divides_stored_values_with_truncation():
@@ -243,6 +245,17 @@ def test_zero_results_keep_androids_sign(t, op, values, negative):
     keep = i(0) if op == O.MEAN else b(False)
     got = run1(op, [tensor(t, values), i32([0]), keep], t)
     assert got.tolist() == [0.0] and bool(np.signbit(got[0])) == negative
+
+
+@pytest.mark.parametrize("t, lowest", [(F32, -np.finfo(np.float32).max), (F16, -65504.0)])
+def test_reduce_max_min_start_from_the_types_extremes(t, lowest):
+    # acc starts at lowest() (MAX) or max() (MIN), and std::max(lowest, -inf) is lowest:
+    # infinities and NaNs alone never reach the result.
+    x = np.array([[-np.inf, -np.inf], [np.nan, np.nan]])
+    got = run1(O.REDUCE_MAX, [tensor(t, x), i32([1]), b(False)], t)
+    np.testing.assert_array_equal(got, [lowest, lowest])
+    got = run1(O.REDUCE_MIN, [tensor(t, -x), i32([1]), b(False)], t)
+    np.testing.assert_array_equal(got, [-lowest, -lowest])
 
 
 def test_reduce_max_zero_sign_per_column():

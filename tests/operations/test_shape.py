@@ -107,6 +107,7 @@ def test_reshape_zero_sized_input():
         ([4, 2], "has 8 elements"),
         ([-1, 4], "cannot hold"),
         ([-2, -3], "non-negative or -1"),
+        ([0, -1], "cannot hold"),  # no -1 makes 0 elements hold 6
     ],
 )
 def test_reshape_rejects_bad_shapes(target, match):
@@ -193,7 +194,12 @@ def test_transpose_omitted_perm_reverses():
 
 @pytest.mark.parametrize(
     "perm, match",
-    [([0, 0, 1], "not a permutation"), ([1, 2, 3], "not a permutation"), ([1, 0], "has 2 entries")],
+    [
+        ([0, 0, 1], "not a permutation"),
+        ([1, 2, 3], "not a permutation"),
+        ([1, 0], "has 2 entries"),
+        ([0, 1, 2, 3], "has 4 entries"),
+    ],
 )
 def test_transpose_rejects(perm, match):
     rejects(O.TRANSPOSE, [f32(X234), i32(perm)], [output(F32)], match)
@@ -265,6 +271,9 @@ def test_concatenation_mixed_quantization_needs_hal_1_2():
     accepts(O.CONCATENATION, args, outs, V.V1_2)
     same = [tensor(Q8, [1], scale=0.5), tensor(Q8, [2], scale=0.5), i(0)]
     accepts(O.CONCATENATION, same, outs, V.V1_0)
+    # A zero point of its own is mixed quantization too.
+    shifted = [tensor(Q8, [1], scale=0.5), tensor(Q8, [2], scale=0.5, zero_point=3), i(0)]
+    rejects(O.CONCATENATION, shifted, outs, "needs HAL 1.2", version=V.V1_1)
 
 
 def _concat_reference(q, s_in, z_in, s_out, z_out):
@@ -317,6 +326,7 @@ def test_split_three_ways_on_a_negative_axis():
     "axis, n, outs, match",
     [
         (0, 3, 3, "does not split into 3"),
+        (2, 3, 3, "does not split into 3"),  # 4 elements are not 3 equal parts
         (0, 2, 3, "differs from the number of outputs"),
         (3, 1, 1, "out of range"),
     ],
@@ -387,6 +397,8 @@ X10 = np.arange(10, dtype=np.float32)
         (5, 0, -1, (0, 1, 0), [5, 4, 3, 2, 1, 0]),  # end mask: through the first
         (0, 0, -3, (1, 1, 0), [9, 6, 3, 0]),
         (-1, -11, -1, (0, 0, 0), list(range(9, -1, -1))),  # end before index 0
+        (-10, -11, -1, (0, 0, 0), [0]),  # begin -10 is index 0, not before it
+        (-11, -12, -1, (0, 0, 0), []),  # begin before index 0 clamps to -1: nothing
         (20, 0, -4, (0, 0, 0), [9, 5, 1]),  # begin past the end clamps to the last
         (3, 3, 1, (0, 0, 0), []),
         (7, 2, 1, (0, 0, 0), []),
@@ -427,6 +439,11 @@ def test_strided_slice_masks_per_dimension():
 def test_strided_slice_rejects(begin, end, stride, shrink, match):
     args = [f32(X10), i32([begin]), i32([end]), i32([stride]), i(0), i(0), i(shrink)]
     rejects(O.STRIDED_SLICE, args, [output(F32)], match)
+
+
+def test_strided_slice_needs_one_stride_per_dimension():
+    args = [f32(X10), i32([0]), i32([3]), i32([1, 1]), i(0), i(0), i(0)]
+    rejects(O.STRIDED_SLICE, args, [output(F32)], "strides must have 1 elements")
 
 
 # --- PAD / PAD_V2 --------------------------------------------------------------------
@@ -657,11 +674,13 @@ def test_depth_to_space_and_back():
     "op, x_shape, block, match",
     [
         (O.BATCH_TO_SPACE_ND, (3, 1, 1, 1), [2, 2], "not divisible"),
+        (O.BATCH_TO_SPACE_ND, (2, 1, 1, 1), [2, 2], "not divisible"),  # by 2 * 2
         (O.BATCH_TO_SPACE_ND, (4, 1, 1, 1), [0, 2], ">= 1"),
         (O.BATCH_TO_SPACE_ND, (4, 1, 1), [2, 2], "rank 4"),
         (O.DEPTH_TO_SPACE, (1, 1, 1, 6), 2, "not divisible"),
         (O.DEPTH_TO_SPACE, (1, 1, 1, 4), 0, ">= 1"),
         (O.SPACE_TO_DEPTH, (1, 3, 2, 1), 2, "multiples of the block size"),
+        (O.SPACE_TO_DEPTH, (1, 2, 3, 1), 2, "multiples of the block size"),
     ],
 )
 def test_block_operations_reject(op, x_shape, block, match):
@@ -672,6 +691,14 @@ def test_block_operations_reject(op, x_shape, block, match):
 def test_space_to_batch_rejects_indivisible_padding():
     args = [f32(np.ones((1, 3, 2, 1))), i32([2, 2]), i32([[0, 0], [0, 0]])]
     rejects(O.SPACE_TO_BATCH_ND, args, [output(F32)], "multiples of the block shape")
+    args = [f32(np.ones((1, 2, 2, 1))), i32([2, 2]), i32([[0, 0], [0, 1]])]  # width 3
+    rejects(O.SPACE_TO_BATCH_ND, args, [output(F32)], "multiples of the block shape")
+
+
+def test_space_to_batch_paddings_are_2_by_2_even_before_the_input_shape_is_known():
+    x = f32(np.ones((1, 2, 2, 1)), declared_dims=(0, 0, 0, 0))
+    for paddings in ([[0, 0], [0, 0], [0, 0]], [[0, 0]]):
+        rejects(O.SPACE_TO_BATCH_ND, [x, i32([1, 1]), i32(paddings)], [output(F32)], r"\[2, 2\]")
 
 
 def test_nchw_layout_needs_hal_1_2():
@@ -700,6 +727,21 @@ def test_channel_shuffle(axis):
 )
 def test_channel_shuffle_rejects(groups, axis, match):
     rejects(O.CHANNEL_SHUFFLE, [f32(np.ones((2, 6, 2))), i(groups), i(axis)], [output(F32)], match)
+
+
+def test_channel_shuffle_checks_run_time_groups():
+    model, _ = single_op_model(
+        O.CHANNEL_SHUFFLE,
+        [f32(np.ones((2, 6, 2))), scalar(T.INT32, 0, as_input=True), i(1)],
+        [output(F32)],
+    )
+    validate_model(model)  # the groups are not known yet
+    with pytest.raises(HalError, match="groups must be > 0"):
+        run_op(
+            O.CHANNEL_SHUFFLE,
+            [f32(np.ones((2, 6, 2))), scalar(T.INT32, 0, as_input=True), i(1)],
+            [output(F32)],
+        )
 
 
 # --- rank limits --------------------------------------------------------------------------
