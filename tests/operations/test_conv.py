@@ -1157,3 +1157,133 @@ def test_zero_batch_gives_an_empty_output_for_every_kernel():
         for kind in ("f32", "q8"):
             got = run_case(case, kind, make_values(case))
             assert got.shape[0] == 0
+
+
+# ---------------------------------------------------------------------------------------
+# Shape and quantization rules each operation's prepare() checks
+# ---------------------------------------------------------------------------------------
+
+
+def _float_conv(op, x_shape, f_shape, b_len, params, out_shape):
+    ins = [
+        tensor(T.TENSOR_FLOAT32, np.zeros(x_shape), declared_dims=x_shape),
+        # a model input: a constant cannot have a zero-sized dimension
+        tensor(T.TENSOR_FLOAT32, np.zeros(f_shape), declared_dims=f_shape),
+        tensor(T.TENSOR_FLOAT32, np.zeros(b_len), const=True),
+    ]
+    return lambda: run_op(op, ins + params, [output(T.TENSOR_FLOAT32, out_shape)])
+
+
+_VALID_1 = [I(2), I(1), I(1), I(0)]  # VALID, stride 1, no activation
+_GROUPED_2 = [I(2), I(1), I(1), I(2), I(0), scalar(T.BOOL, False)]  # VALID, 2 groups
+
+
+@pytest.mark.parametrize(
+    "op, x_shape, f_shape, b_len, params, out_shape, what",
+    [
+        # one bias element per output channel: more is as wrong as fewer
+        (O.CONV_2D, (1, 3, 3, 1), (1, 2, 2, 1), 2, _VALID_1, (1, 2, 2, 1), "bias"),
+        (
+            O.DEPTHWISE_CONV_2D,
+            (1, 3, 3, 1),
+            (1, 2, 2, 1),
+            2,
+            [*_VALID_1[:3], I(1), I(0)],
+            (1, 2, 2, 1),
+            "bias",
+        ),
+        # depthwise filter depth is exactly input depth x multiplier (2 x 1, not 3)
+        (
+            O.DEPTHWISE_CONV_2D,
+            (1, 3, 3, 2),
+            (1, 2, 2, 3),
+            3,
+            [*_VALID_1[:3], I(1), I(0)],
+            (1, 2, 2, 3),
+            "depth multiplier",
+        ),
+        # grouped: 3 outputs do not split into 2 groups
+        (O.GROUPED_CONV_2D, (1, 3, 3, 2), (3, 2, 2, 1), 3, _GROUPED_2, (1, 2, 2, 3), "groups"),
+        # grouped: a padding as large as the filter (bottom 2, filter 2x2)
+        (
+            O.GROUPED_CONV_2D,
+            (1, 3, 3, 2),
+            (2, 2, 2, 1),
+            2,
+            [I(0), I(0), I(0), I(2), *_GROUPED_2[1:]],
+            (1, 4, 2, 2),
+            "smaller than",
+        ),
+        # transpose: the filter's depth must be the input's (2, not 3)
+        (
+            O.TRANSPOSE_CONV_2D,
+            (1, 2, 2, 2),
+            (1, 1, 1, 3),
+            1,
+            [I(0)] * 4 + [I(1), I(1), I(0), scalar(T.BOOL, False)],
+            (1, 2, 2, 1),
+            "depth",
+        ),
+    ],
+)
+def test_rejects_mismatched_shapes(op, x_shape, f_shape, b_len, params, out_shape, what):
+    assert what in _rejects(_float_conv(op, x_shape, f_shape, b_len, params, out_shape))
+
+
+def test_input_of_depth_zero_fails_the_execution():
+    # Only known at run time (a model input sized by the request): prepare() fails.
+    run = _float_conv(O.CONV_2D, (1, 3, 3, 0), (1, 2, 2, 0), 1, _VALID_1, (1, 2, 2, 1))
+    with pytest.raises(HalError) as e:
+        run()
+    assert e.value.status == ErrorStatus.GENERAL_FAILURE
+    assert "non-zero height, width and depth" in e.value.message
+
+
+@pytest.mark.parametrize("shape, ok", [([1, 1, 4, 1], True), ([1, 1, 4, 1, 1], False)])
+def test_transpose_output_shape_operand_holds_four_values(shape, ok):
+    ins = [
+        tensor(T.TENSOR_FLOAT32, np.ones((1, 1, 2, 1))),
+        tensor(T.TENSOR_FLOAT32, np.ones((1, 1, 3, 1)), const=True),
+        tensor(T.TENSOR_FLOAT32, [0.0], const=True),
+        tensor(T.TENSOR_INT32, shape, const=True),
+    ]
+    params = [I(1), I(2), I(1), I(0), scalar(T.BOOL, False)]
+
+    def run():
+        return run_op(O.TRANSPOSE_CONV_2D, ins + params, [output(T.TENSOR_FLOAT32, (1, 1, 4, 1))])
+
+    if ok:
+        run()
+    else:
+        assert "output shape" in _rejects(run)
+
+
+def _quant8_conv(bias_scale: float, out_scale: float, version=None):
+    ins = [
+        tensor(T.TENSOR_QUANT8_ASYMM, np.zeros((1, 2, 2, 1)), scale=0.5),
+        tensor(T.TENSOR_QUANT8_ASYMM, np.zeros((1, 1, 1, 1)), scale=0.25, const=True),
+        tensor(T.TENSOR_INT32, [0], scale=bias_scale, const=True),
+    ]
+    outs = [output(T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 1), scale=out_scale)]
+    return lambda: run_op(O.CONV_2D, [*ins, *_VALID_1], outs, version=version)
+
+
+def test_bias_scale_tolerance_is_one_in_a_million():
+    _quant8_conv(0.125 * (1 + 5e-7), 1.0)()
+    assert "bias" in _rejects(_quant8_conv(0.125 * (1 + 1e-5), 1.0))
+
+
+def test_output_scale_equal_to_input_times_filter_scale_needs_hal_1_2():
+    # HAL 1.0/1.1 want outputScale strictly above inputScale * filterScale (0.125).
+    _quant8_conv(0.125, 0.125, version=HalVersion.V1_2)()
+    _quant8_conv(0.125, 0.126, version=HalVersion.V1_0)()
+    assert "1.2" in _rejects(_quant8_conv(0.125, 0.125, version=HalVersion.V1_1))
+
+
+def test_multiplier_uses_the_float32_product_of_the_scales():
+    # 0.1f * 0.3f is 0.030000001192... in float32, 0.030000001639... in double: the
+    # Q31 multipliers differ, and Android's is the float32 one.
+    product = float(np.float32(0.1) * np.float32(0.3))
+    assert product != float(np.float32(0.1)) * float(np.float32(0.3))
+    mult, shift = conv.conv_multipliers(0.1, 0.3, 1.0)
+    assert (int(mult[0]), int(shift[0])) == ref_multiplier(product)

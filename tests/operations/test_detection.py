@@ -1056,6 +1056,13 @@ def test_box_nms_orders_by_batch_then_class_then_score():
     assert b[0].tolist() == [10, 10, 15, 15]  # roi 1, class 1
 
 
+def test_box_nms_score_threshold_is_strict():
+    # A score equal to the threshold is dropped before NMS.
+    rois = np.array([[0, 0, 1, 1, 0, 0, 5, 5], [0, 0, 1, 1, 10, 10, 15, 15]], np.float32)
+    s, _, _, _ = box_nms([[0, 0.25], [0, 0.5]], rois, [0, 0], thr=0.25)
+    assert s.tolist() == [0.5]
+
+
 def test_box_nms_limit_keeps_the_best_per_batch():
     scores = [[0, 0.3, 0.9], [0, 0.8, 0.1], [0, 0.5, 0.6]]
     rois = np.array(
@@ -1269,6 +1276,17 @@ def test_detection_fast_nms_reports_top_classes_per_box():
     assert b[0, 2].tolist() == [18, 18, 22, 22]
 
 
+def test_detection_fast_nms_classes_per_box_capped_by_the_classes():
+    # 3 classes per detection asked, only 2 besides the background: 2 slots of 3 used.
+    scores = np.array([[[0, 0.9, 0.1], [0, 0.2, 0.3], [0, 0.3, 0.4]]], np.float32)
+    s, _, c, n = detect(
+        scores, np.zeros((1, 3, 4), np.float32), ANCH, regular=False, max_det=1, max_cls=3
+    )
+    assert s.tolist() == [pytest.approx([0.9, 0.1, 0.0])]
+    assert c.tolist() == [[0, 1, 0]]
+    assert n.tolist() == [2]
+
+
 def test_detection_batches_and_empty_results():
     scores = np.zeros((2, 3, 2), np.float32)
     scores[1, 2, 1] = 0.6
@@ -1368,6 +1386,12 @@ def test_proposals_pre_and_post_nms_limits():
     assert s.tolist() == pytest.approx([0.9, 0.8])
     s, _, _ = proposals(SC, ZERO_DELTAS, [[0, 0, 4, 4]], [[8, 8]], post=3)
     assert s.tolist() == pytest.approx([0.9, 0.8, 0.7])
+
+
+def test_proposals_zero_limits_keep_every_box():
+    # pre- and post-NMS top N of 0 (like negative ones) mean no limit
+    s, _, _ = proposals(SC, ZERO_DELTAS, [[0, 0, 4, 4]], [[8, 8]], pre=0, post=0)
+    assert s.tolist() == pytest.approx([0.9, 0.8, 0.7, 0.6])
 
 
 def test_proposals_filter_small_and_outside_boxes():

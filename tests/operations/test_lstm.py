@@ -707,6 +707,10 @@ def test_quantized_lstm_clip_quantized_to_zero_disables_clipping():
     one_step = make_qlstm_case(3, 2, 3, 4, 3, cell_clip=2.0**-11, **kw)
     _, cell, _ = run_op(O.QUANTIZED_LSTM, one_step.args, qlstm_outputs(one_step))
     np.testing.assert_array_equal(cell, np.clip(cell_free, -1, 1))
+    # 1.75 steps truncates to 1 (the integer cast), not 2.
+    almost_two = make_qlstm_case(3, 2, 3, 4, 3, cell_clip=1.75 * 2.0**-11, **kw)
+    _, cell, _ = run_op(O.QUANTIZED_LSTM, almost_two.args, qlstm_outputs(almost_two))
+    np.testing.assert_array_equal(cell, np.clip(cell_free, -1, 1))
 
 
 def test_quantized_lstm_rules():

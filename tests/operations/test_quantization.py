@@ -182,6 +182,9 @@ def test_cast_float_to_integer_truncates_and_saturates():
     )
     to_u8 = run1(O.CAST, [tensor(F32, x)], output(U8, (11,), scale=1.0))
     np.testing.assert_array_equal(to_u8, [0, 0, 0, 0, 2, 255, 255, 255, 0, 255, 0])
+    # Values all within [0, 256]: 256 still saturates (no in-range shortcut wraps it).
+    to_u8 = run1(O.CAST, [tensor(F32, [0.0, 255.9, 256.0])], output(U8, (3,), scale=1.0))
+    np.testing.assert_array_equal(to_u8, [0, 255, 255])
 
 
 def test_cast_float_to_integer_blocks_of_one_element_give_the_one_block_result():
