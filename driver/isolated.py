@@ -154,6 +154,16 @@ class _Lost(Exception):
         self.message = message
 
 
+class _Refused(Exception):
+    """The child could not decode the call (a REFUSED frame): the call's failure, not the
+    child's."""
+
+    def __init__(self, status: Any, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
 class _Pending:
     """A call waiting for its reply (and, for executions, its completion)."""
 
@@ -165,6 +175,7 @@ class _Pending:
         "on_complete",
         "on_lost",
         "payload",
+        "refused",
         "replied",
         "settled",
     )
@@ -172,6 +183,7 @@ class _Pending:
     def __init__(self, deadline: float | None, on_complete=None, on_lost=None):
         self.event = threading.Event()
         self.payload = b""
+        self.refused: _Refused | None = None
         self.fds: list[int] = []
         self.lost: _Lost | None = None
         self.deadline = deadline
@@ -314,7 +326,8 @@ class _Child:
         wait: bool = True,
         arm: bool = True,
     ) -> _Pending:
-        """Send a call; with ``wait``, block until its reply (raising :class:`_Lost`).
+        """Send a call; with ``wait``, block until its reply (raising :class:`_Lost`, or
+        :class:`_Refused` when the child could not decode it).
         ``on_complete`` receives a later NOTIFY/FENCED_DONE payload; ``arm=False`` leaves
         the hang clock stopped (see :meth:`arm`)."""
         limit = self.timeout if timeout is None else timeout
@@ -353,6 +366,8 @@ class _Child:
             self.lose(Outcome.HANG, f"no answer from the driver in {limit:g} s")
         if pending.lost is not None:
             raise pending.lost
+        if pending.refused is not None:
+            raise pending.refused
 
     def arm(self, pending: _Pending) -> None:
         """Start the hang clock of a call whose driver work starts now."""
@@ -395,12 +410,19 @@ class _Child:
             return
         with self._lock:
             pending = self._pending.get(frame.call_id)
-        if frame.op == Op.REPLY:
+        if frame.op in (Op.REPLY, Op.REFUSED):
             if pending is None or pending.replied:
                 raise ProtocolError(f"a reply to call {frame.call_id}, which is not waiting")
+            refused = None
+            if frame.op == Op.REFUSED:
+                u = Unpacker(frame.payload)
+                refused = _Refused(_status_of(u.u32()), u.str())
+                u.end()
             with self._lock:
                 pending.replied = True
                 pending.payload = frame.payload
+                if refused is not None:  # no completion follows a refused call
+                    pending.refused, pending.settled = refused, True
                 if pending.settled:
                     self._pending.pop(frame.call_id, None)
             pending.event.set()
@@ -624,19 +646,6 @@ def _status_of(value: int) -> Any:
         return value  # an unknown code stays an int: the harness reports it
 
 
-def _refusal(payload: bytes) -> tuple[Any, str] | None:
-    """(status, message) when ``payload`` is the service's answer to a call it could not
-    decode: a failure status and a message, without the values or the result the call's
-    reply would carry (see ``driver.service``); None for any other reply."""
-    try:
-        u = Unpacker(payload)
-        status, message = u.u32(), u.str()
-        u.end()
-    except ProtocolError:
-        return None
-    return None if status == ErrorStatus.NONE else (_status_of(status), message)
-
-
 def _decode_result(payload: bytes) -> tuple[ExecutionResult, str]:
     msg = wire.decode(payload, expected=wire.MessageKind.EXECUTION_RESULT)
     return (_status_of(int(msg.status)), list(msg.output_shapes), msg.timing), msg.message
@@ -790,9 +799,8 @@ class IsolatedDevice:
             return self._refuse(ErrorStatus.INVALID_ARGUMENT, f"a pool is not open: {e}"), *default
         except _Lost as e:
             return (self._lost(e), *default)
-        refused = _refusal(pending.payload)
-        if refused is not None:
-            return (self._done(*refused), *default)
+        except _Refused as e:
+            return (self._done(e.status, e.message), *default)
         try:
             u = Unpacker(pending.payload)
             status, message = _status_of(u.u32()), u.str()
@@ -1035,6 +1043,8 @@ class IsolatedPreparedModel(_Remote):
             return device._refuse(ErrorStatus.INVALID_ARGUMENT, f"a pool is not open: {e}")
         except _Lost as e:
             return device._lost(e)
+        except _Refused as e:
+            return device._done(e.status, e.message)
 
     def _launch_status(self, pending: _Pending) -> tuple[Any, str, Unpacker] | ErrorStatus:
         try:
@@ -1047,9 +1057,6 @@ class IsolatedPreparedModel(_Remote):
     def _decoded(self, payload: bytes) -> ExecutionResult:
         """A result from the child, recorded as this call's outcome."""
         device = self._device
-        refused = _refusal(payload)
-        if refused is not None:
-            return device._done(*refused), [], NO_TIMING
         try:
             (status, shapes, timing), message = _decode_result(payload)
         except wire.WireDecodeError as e:
@@ -1240,8 +1247,7 @@ class IsolatedPreparedModel(_Remote):
             return launch, None, None
         status, message, u = launch
         try:
-            # The service's refusal of a call it could not decode ends after the message.
-            has_fence = 0 if _refusal(pending.payload) is not None else u.u8()
+            has_fence = u.u8()
             u.end()
         except ProtocolError as e:
             _close_all(writers)

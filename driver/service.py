@@ -18,8 +18,9 @@ a misbehaving driver can at worst produce a reply the parent rejects.
 
 Every reply starts with the HAL status and the driver's message (``last_error``) for it.
 A call the child cannot decode (an unknown op or object, a malformed payload) is answered
-with that head alone, GENERAL_FAILURE, without the values the call's reply carries; the
-parent reports it as the call's FAILURE, and the child carries on.
+by a REFUSED frame instead: that head alone, GENERAL_FAILURE, without the values the
+call's reply carries and with no completion to follow; the parent reports it as the
+call's FAILURE, and the child carries on.
 Asynchronous completions come back as NOTIFY (``execute``) and FENCED_DONE
 (``executeFenced``) frames carrying the call id of the launch. A Python exception that
 escapes the driver is a crash: the child reports it (CRASHED, with the traceback) and
@@ -91,6 +92,7 @@ class Op(enum.IntEnum):
     NOTIFY = 101
     FENCED_DONE = 102
     CRASHED = 103
+    REFUSED = 104  # the answer to a call the child could not decode (a reply head alone)
 
 
 class ProtocolError(Exception):
@@ -513,7 +515,7 @@ class Service:
                 self.crash(frame.call_id)
             except (ProtocolError, wire.WireDecodeError, wire.WireEncodeError) as e:
                 self.send(
-                    Op.REPLY,
+                    Op.REFUSED,
                     frame.call_id,
                     frame.obj_id,
                     reply_head(ErrorStatus.GENERAL_FAILURE, f"nnfuzz service: {e}").data(),

@@ -39,6 +39,16 @@ def traced_peak(run: Callable[[], _R]) -> tuple[_R, int]:
         tracemalloc.stop()
 
 
+def status_of(call: Callable[[], object]) -> ErrorStatus:
+    """The status of the :class:`HalError` ``call()`` raises; an AssertionError when it
+    raises none."""
+    try:
+        call()
+    except HalError as e:
+        return e.status
+    raise AssertionError(f"{call} raised no HalError")
+
+
 @dataclass
 class TensorArg:
     type: int

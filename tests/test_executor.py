@@ -27,7 +27,7 @@ from driver.hal.types import ErrorStatus, HalError, OperandLifeTime
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.operations import declaration
-from driver.testing import traced_peak
+from driver.testing import status_of, traced_peak
 from driver.validation import validate_model
 
 F32 = np.float32
@@ -58,12 +58,6 @@ def binary_add_model(da, db, dout, *, type=T.TENSOR_FLOAT32, **kw):
     y = b.add_output(type, dout, **kw)
     b.add_operation(O.ADD, [a, c, b.add_scalar(T.INT32, 0)], [y])
     return b.build()
-
-
-def status_of(fn) -> ErrorStatus:
-    with pytest.raises(HalError) as info:
-        fn()
-    return info.value.status
 
 
 # --- basics ------------------------------------------------------------------------------

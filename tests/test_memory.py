@@ -16,13 +16,7 @@ from driver.memory import (
     pool_buffer,
 )
 from driver.sync import SyncFence
-
-
-def hal_status(fn) -> ErrorStatus:
-    with pytest.raises(HalError) as info:
-        fn()
-    return info.value.status
-
+from driver.testing import status_of
 
 # --- pools -------------------------------------------------------------------------------
 
@@ -40,8 +34,8 @@ def test_a_pool_the_driver_cannot_map_is_general_failure():
     # A non-BLOB hardware_buffer (optional in the HAL, unsupported here), a pool without
     # a handle, and a handle mapping fewer bytes than the pool declares.
     unsupported = Memory("hardware_buffer", 16, BytesHandle(16))
-    assert hal_status(lambda: pool_buffer(unsupported)) == ErrorStatus.GENERAL_FAILURE
-    assert hal_status(lambda: pool_buffer(Memory("ashmem", 16, None))) == (
+    assert status_of(lambda: pool_buffer(unsupported)) == ErrorStatus.GENERAL_FAILURE
+    assert status_of(lambda: pool_buffer(Memory("ashmem", 16, None))) == (
         ErrorStatus.GENERAL_FAILURE
     )
     short = Memory("ashmem", 17, BytesHandle(16))

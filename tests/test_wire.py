@@ -702,6 +702,17 @@ def _model(*parts: bytes) -> bytes:
     return _with_body(wire.MessageKind.MODEL, b"".join(parts))
 
 
+def _per_channel_scales(count: int) -> bytes:
+    """A model whose one operand declares ``count`` per-channel scales (and holds none)."""
+    return _model(
+        struct.pack("<II", 0, 0),
+        _subgraph_head(1),
+        bytes([0, 1]),
+        bytes(32),
+        struct.pack("<II", 0, count),
+    )
+
+
 EMPTY_SG = _subgraph_head()
 TAIL = struct.pack("<III", 0, 0, 0)  # no operand values, pools or extension names
 # Each declared count one past its limit (LIMIT_EXCEEDED: the boundary itself), or at
@@ -764,13 +775,7 @@ HUGE_DECLARATIONS = {
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "per-channel scales": (
-        _model(
-            struct.pack("<II", 0, 0),
-            _subgraph_head(1),
-            bytes([0, 1]),
-            bytes(32),
-            struct.pack("<II", 0, wire.MAX_CHANNEL_SCALES),
-        ),
+        _per_channel_scales(wire.MAX_CHANNEL_SCALES),
         DecodeFailure.TRUNCATED,
     ),
     "extension params": (
@@ -855,13 +860,7 @@ HUGE_DECLARATIONS = {
         DecodeFailure.TRUNCATED,
     ),
     "per-channel scales over the limit": (
-        _model(
-            struct.pack("<II", 0, 0),
-            _subgraph_head(1),
-            bytes([0, 1]),
-            bytes(32),
-            struct.pack("<II", 0, wire.MAX_CHANNEL_SCALES + 1),
-        ),
+        _per_channel_scales(wire.MAX_CHANNEL_SCALES + 1),
         DecodeFailure.LIMIT_EXCEEDED,
     ),
     "output shapes over the limit": (

@@ -101,6 +101,9 @@ def _copy_tree(dest: Path) -> None:
             shutil.copy2(src, target)
 
 
+_MARKS = {"killed": "ok", "survived": "SURVIVED", "not run": "NOT RUN", "stale": "STALE"}
+"""Each verdict of :func:`run_mutant` and how a run prints it."""
+
 _TESTS_FAILED = (1, 2)
 """pytest's exit statuses for failed tests (1) and for errors while collecting them (2:
 the mutant broke an import)."""
@@ -157,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         for m in mutants:
             print(f"{m.id:28} {m.file:40} {m.guards}")
         return 0
-    counts = {"killed": 0, "survived": 0, "not run": 0, "stale": 0}
+    counts = dict.fromkeys(_MARKS, 0)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nnfuzz-mutants-") as tmp:
         tree = Path(tmp)
@@ -167,14 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.monotonic()
                 verdict, detail = run_mutant(m, tree, a.timeout)
                 counts[verdict] += 1
-                mark = {
-                    "killed": "ok",
-                    "survived": "SURVIVED",
-                    "not run": "NOT RUN",
-                    "stale": "STALE",
-                }[verdict]
                 print(
-                    f"[{k}/{len(mutants)}] {mark:8} {m.id:28} {time.monotonic() - t0:5.1f}s  "
+                    f"[{k}/{len(mutants)}] {_MARKS[verdict]:8} {m.id:28} {time.monotonic() - t0:5.1f}s  "
                     f"{detail}",
                     flush=True,
                 )
