@@ -691,6 +691,33 @@ def test_quantized_lstm_clipping():
     assert np.abs(cell_free).max() > 0.25 * 2048 and np.abs(out_free.astype(int)).max() > 10
 
 
+def test_quantized_lstm_cifg_input_gate_is_32767_minus_the_forget_gate():
+    """With CIFG the input gate is tflite's Sub1Vector, 32767 - forget (not 32768 - forget:
+    a fraction of a last bit, visible only in exact cell states). Both rows share one
+    forget gate f (zero weights, a bias that saturates the gate's accumulator low). Row 0
+    keeps a full cell (32767) and adds nothing (cell gate tanh(0) = 0): its new cell is
+    round(f * 32767 / 2^15) = f. Row 1 starts empty, and a large input saturates its cell
+    gate at 32767: its new cell is round((32767 - f) * 32767 / 2^15) = 32766 - f, where
+    32768 - f would give 32767 - f. So the two new cells add up to 32766 exactly."""
+    case = make_qlstm_case(0, 2, 1, 1, cifg=True, layer_norm=False)
+    args = list(case.args)
+    cell_scale = 2.0**-15  # so a cell state is the cell gates' product shifted by 15
+    args[0] = tensor(T.TENSOR_QUANT8_ASYMM_SIGNED, [[0], [127]], scale=1 / 64)
+    w_scale = args[2].scale
+    for k in (2, 6, 7):  # input-to-forget, recurrent-to-forget, recurrent-to-cell
+        args[k] = tensor(T.TENSOR_QUANT8_SYMM, [[0]], scale=w_scale, const=True)
+    args[3] = tensor(T.TENSOR_QUANT8_SYMM, [[127]], scale=w_scale, const=True)
+    args[13] = tensor(T.TENSOR_INT32, [-(2**31)], scale=args[13].scale, const=True)
+    args[14] = tensor(T.TENSOR_INT32, [0], scale=args[14].scale, const=True)
+    args[19] = tensor(T.TENSOR_QUANT16_SYMM, [[32767], [0]], scale=cell_scale)
+    args[28] = scalar(T.FLOAT32, 2.0**-20)  # the cell gate's accumulator saturates high
+    case = replace(case, args=args, cell_scale=cell_scale)
+    _, cell, _ = run_op(O.QUANTIZED_LSTM, case.args, qlstm_outputs(case))
+    forget = int(cell[0, 0])
+    assert 0 < forget < 100  # logistic(-8) in Q0.15 is about 11
+    assert int(cell[1, 0]) == 32766 - forget
+
+
 def test_quantized_lstm_clip_quantized_to_zero_disables_clipping():
     """QLSTM.cpp quantizes the clips (cell: / cell state scale, projection: / projection
     weights scale, float, truncated to int) and clips only when the quantized value is
