@@ -27,7 +27,7 @@ def test_every_mutant_applies_to_the_tree():
 
 def _tree_for(tmp_path: Path) -> Path:
     """A tree with what one mutant's tests need: the packages and the tests folder."""
-    for name in ("driver", "randomgraph", "fuzz", "tests", "pyproject.toml"):
+    for name in ("driver", "randomgraph", "fuzz", "nnfuzz_pytest", "tests", "pyproject.toml"):
         src = ROOT / name
         if src.is_dir():
             shutil.copytree(src, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
