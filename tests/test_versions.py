@@ -239,6 +239,26 @@ def test_lenient_model_conversion_warns_and_drops_what_it_can():
     assert converted.referenced == ()
 
 
+def test_lenient_model_conversion_keeps_what_the_version_carries():
+    """Only what the target version lacks is dropped: HAL 1.1 keeps the relaxed flag of
+    a model that needs 1.2 for its float16 operands, and 1.2 the extension map of a
+    model that needs 1.3 for its control flow."""
+    relaxed_f16 = dataclasses.replace(
+        two_adds(T.TENSOR_FLOAT16), relax_computation_float32_to_float16=True
+    )
+    with pytest.warns(HalConversionWarning, match="TENSOR_FLOAT16") as caught:
+        converted = convert_to(relaxed_f16, V.V1_1, lenient=True)
+    assert converted.relaxed
+    assert "relaxed-float32 flag" not in str(caught[0].message)
+
+    ext_map = extension_model().extension_name_to_prefix
+    cf_ext = dataclasses.replace(if_model(), extension_name_to_prefix=ext_map)
+    with pytest.warns(HalConversionWarning, match="referenced subgraphs") as caught:
+        converted = convert_to(cf_ext, V.V1_2, lenient=True)
+    assert converted.extension_name_to_prefix == ext_map
+    assert "extension map" not in str(caught[0].message)
+
+
 def test_version_queries_on_an_invalid_model_raise_its_validation_error():
     bad = dataclasses.replace(two_adds(), main=dataclasses.replace(two_adds().main, operations=()))
     for call in (
@@ -269,11 +289,12 @@ def test_request_versions():
     # A buffer-token pool: 1.3.
     tok = dataclasses.replace(r, pools=(*r.pools, BufferToken(5)))
     assert min_version(tok) == V.V1_3
-    # A hardware_buffer_blob pool: 1.2.
-    blob = dataclasses.replace(
-        r, pools=(r.pools[0], allocate_shared_memory(16, "hardware_buffer_blob"))
-    )
+    # A hardware_buffer pool, BLOB or not: 1.2.
+    blob_memory = allocate_shared_memory(16, "hardware_buffer_blob")
+    blob = dataclasses.replace(r, pools=(r.pools[0], blob_memory))
     assert min_version(blob) == V.V1_2 and min_version(blob, model=m) == V.V1_2
+    image = dataclasses.replace(blob_memory, name="hardware_buffer")
+    assert min_version(dataclasses.replace(r, pools=(r.pools[0], image))) == V.V1_2
     # Unspecified output dims are a 1.2 feature, visible only with the model.
     mu = unspecified_output_model()
     ru = build_request(mu, [np.ones((2, 2), np.float32)], output_sizes=[16]).request
