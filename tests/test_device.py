@@ -1113,12 +1113,33 @@ def test_driver_names_and_module_callable():
     assert load_device("reference").version == HalVersion.V1_3
     assert load_device("reference-1.0").version == HalVersion.V1_0
     assert isinstance(load_device("driver.device:ReferenceDevice"), Device)
-    with pytest.raises(DriverLoadError, match="unknown driver"):
-        load_device("no-such-driver")
-    with pytest.raises(DriverLoadError, match="does not implement"):
-        load_device("builtins:object")
-    with pytest.raises(DriverLoadError, match="cannot import"):
-        load_device("no_such_module_xyz:make")
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("no-such-driver", "unknown driver 'no-such-driver': use one of"),
+        ("builtins:object", "returned object, which does not implement the device protocol"),
+        ("no_such_module_xyz:make", "cannot import driver module 'no_such_module_xyz'"),
+        ("driver.registry:DRIVERS.nope", "'driver.registry' has no attribute 'DRIVERS.nope'"),
+        (
+            "driver.registry:PARTITIONED_PREFIX",
+            "'driver.registry:PARTITIONED_PREFIX' is not callable",
+        ),
+        # A factory that raises: its exception, named, as a load error (not a traceback).
+        (
+            "driver.registry:load_device",
+            "driver factory 'driver.registry:load_device' failed: TypeError",
+        ),
+        ("@isolated", "'@isolated': @isolated needs a driver before it"),
+        # Only "isolated" itself, or with ":options", is the isolation suffix.
+        ("reference@isolatedly", "unknown driver 'reference@isolatedly'"),
+    ],
+)
+def test_a_bad_driver_value_is_a_load_error_that_says_why(spec, message):
+    with pytest.raises(DriverLoadError) as e:
+        load_device(spec)
+    assert message in str(e.value)
 
 
 def test_dropping_a_prepared_model_releases_it(device):
