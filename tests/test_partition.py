@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from driver.builder import ModelBuilder, build_request
 from driver.device import CollectingCallback, ReferenceDevice
-from driver.drivers.partial import PartialDevice
+from driver.drivers.partial import CPU, FAST, FLOAT_RULE, PartialDevice
+from driver.extensions import extension_device
 from driver.hal.types import (
+    QUANTIZED_TYPES,
     Capabilities,
     ErrorStatus,
     ExecutionPreference,
@@ -37,6 +39,7 @@ from driver.registry import DriverLoadError, load_device
 from driver.sync import SyncFence
 from driver.validation import validate_model
 from tests.operations.examples import all_examples
+from tests.test_extensions import fib_model
 
 T = OperandType
 Op = OperationType
@@ -300,13 +303,32 @@ def test_relaxed_models_belong_to_the_float_driver_not_the_minimal_one():
     assert load_device("partial-minimal").get_supported_operations(model)[1] == [False]
 
 
-def test_partial_capabilities_prefer_their_own_types():
-    _, caps = load_device("partial-float").get_capabilities()
-    perf = {p.type: p.info.exec_time for p in caps.operand_performance}
-    assert perf[F32] < perf[Q8] and perf[T.TENSOR_FLOAT16] < perf[T.TENSOR_INT32]
-    _, caps = load_device("partial-quant").get_capabilities()
-    perf = {p.type: p.info.exec_time for p in caps.operand_performance}
-    assert perf[Q8] < perf[F32]
+def test_a_partial_rule_never_claims_an_extension_operation():
+    """Even on a device that has the extension, and on the rule's own tensor types."""
+    model = fib_model(float_input=True, float_output=True)
+    with_rule = extension_device("float-ext", support_filter=FLOAT_RULE.supports)
+    assert extension_device().get_supported_operations(model) == (E.NONE, [True])
+    assert with_rule.get_supported_operations(model) == (E.NONE, [False])
+
+
+@pytest.mark.parametrize(
+    "name, fast, relaxed_fast",
+    [
+        # Float drivers: their tensors and the scalars of the same types.
+        ("partial-float", {F32, T.TENSOR_FLOAT16, T.FLOAT32, T.FLOAT16}, True),
+        ("partial-quant", set(QUANTIZED_TYPES), False),
+        # Minimal computes float32 but takes no relaxed model: relaxed is not fast.
+        ("partial-minimal", {F32, T.FLOAT32}, False),
+    ],
+)
+def test_partial_capabilities_report_their_own_types_as_fast(name, fast, relaxed_fast):
+    _, caps = load_device(name).get_capabilities()
+    listed = {p.type for p in caps.operand_performance}
+    assert {p.type for p in caps.operand_performance if p.info == FAST} == fast & listed
+    assert fast & listed and listed - fast  # both fast and slow types are listed
+    relaxed = caps.relaxed_float32_to_float16_performance_tensor
+    assert caps.relaxed_float32_to_float16_performance_scalar == relaxed
+    assert relaxed == (FAST if relaxed_fast else CPU)
 
 
 # --- step models ---------------------------------------------------------------------------
