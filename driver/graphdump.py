@@ -170,7 +170,7 @@ def graph_dump(model: Model, name: str = "model", *, types: ModelTypes | None = 
     """The Graphviz (dot) text of ``model``."""
     types = types if types is not None else ModelTypes(model)
     lines = [
-        f"// nnfuzz graph dump: {name}",
+        f"// nnfuzz graph dump: {_escape(name)}",  # a newline in it would end the comment
         f'digraph "{_escape(name)}" {{',
         "    compound=true;",
         '    node [fontname="Helvetica"];',

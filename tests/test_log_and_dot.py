@@ -204,7 +204,7 @@ def test_dot_of_a_small_model_has_the_nodes_and_edges():
     assert 'label="1: COPY\\nTF32(1x2)"' in nodes["m_d1"]
     assert 'label="2: COPY\\nI32 = 1"' in nodes["m_d2"]
     assert 'label="3\\nTF32(1x2)"' in nodes["m_d3"] and "filled" not in nodes["m_d3"]
-    assert 'label="4: output[0]\\nTF32(1x?)"' in nodes["m_d4"]
+    assert 'label="4: output[0]\\nTF32(1x?)"' in nodes["m_d4"] and "filled" in nodes["m_d4"]
     assert 'shape=ellipse ordering=in label="0: ADD"' in nodes["m_n0"]
     assert 'shape=ellipse label="1: RELU"' in nodes["m_n1"]
     assert edges(text) == {
@@ -216,6 +216,11 @@ def test_dot_of_a_small_model_has_the_nodes_and_edges():
         "m_n1 -> m_d4",
     }
     assert "m_d2 -> m_n0 [label=2];" in text and "m_d3 -> m_n1;" in text
+    # A name with quotes, a backslash and a newline stays one quoted dot string, and its
+    # comment one line.
+    quoted = graph_dump(small_model(), 'say "hi"\\\nnext')
+    head = 'say \\"hi\\"\\\\\\nnext'
+    assert quoted.startswith(f'// nnfuzz graph dump: {head}\ndigraph "{head}" {{\n')
 
 
 def test_dot_draws_subgraphs_as_clusters():
