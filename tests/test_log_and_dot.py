@@ -90,6 +90,7 @@ def test_vlog_setting_syntax(setting, tags):
 def test_unknown_tags_are_reported_and_ignored(vlog_setting, capsys):
     assert log.parse_vlog("execution,bogus:cpuexe") == ({"execution", "cpuexe"}, ["bogus"])
     assert log.parse_vlog("bogus all") == (set(log.TAGS), ["bogus"])
+    assert log.parse_vlog("model, ,:driver") == ({"model", "driver"}, [])  # no empty words
     assert vlog_setting("bogus,model") == {"model"}
     assert "unknown NNFUZZ_VLOG tag 'bogus'" in capsys.readouterr().err
 
