@@ -487,6 +487,10 @@ def test_extension_use_allowed(tmp_path, client, allowed):
     assert client_allowed(client, parse_allowlist(ALLOWLIST)) is allowed
 
 
+def test_a_client_with_no_name_is_never_allowed():
+    assert not client_allowed("", {"", "com.example.camera"})
+
+
 def test_a_missing_allowlist_allows_nobody(tmp_path):
     assert read_allowlist(tmp_path / "absent") == frozenset()
     assert not extension_use_allowed("com.example.camera", tmp_path / "absent")
@@ -501,6 +505,11 @@ def test_the_runtime_layer_enforces_the_allowlist(tmp_path):
     # Mapping an extension's prefix is using it, even before any type of it appears.
     mapped = dataclasses.replace(plain, extension_name_to_prefix=model.extension_name_to_prefix)
     assert uses_extensions(mapped)
+    # So is an extension type anywhere: in a referenced subgraph, or an operation type
+    # alone (on standard operands, with no map entry).
+    assert uses_extensions(dataclasses.replace(plain, referenced=(model.main,)))
+    float_fib = fib_model(float_input=True, float_output=True)
+    assert uses_extensions(dataclasses.replace(float_fib, extension_name_to_prefix=()))
 
     denied = ClientDevice(extension_device(), "com.other.app", path)
     assert denied.get_supported_operations(model) == (INVALID, [])
