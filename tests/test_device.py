@@ -1043,6 +1043,48 @@ def test_priority_scheduler_serves_high_before_low():
     assert order == ["high", "medium 1", "medium 2", "low 1", "low 2"]
 
 
+def test_a_deadline_passing_in_the_queue_is_transient_and_frees_the_place():
+    """A HIGH waiter whose deadline passes while a LOW execution runs gets
+    MISSED_DEADLINE_TRANSIENT, and leaves the queue: the LOW waiter behind it runs."""
+    sched = PriorityScheduler(Budget(max_concurrent=1))
+    release = threading.Event()
+    outcome = []
+
+    def hold():
+        with sched.slot(Priority.LOW):
+            release.wait(5)
+
+    def behind():
+        try:
+            with sched.slot(Priority.LOW, time.monotonic_ns() + 3_000_000_000):
+                outcome.append("ran")
+        except HalError as e:
+            outcome.append(e.status)
+
+    threads = [threading.Thread(target=hold), threading.Thread(target=behind)]
+    threads[0].start()
+    try:
+        while sched._running == 0:
+            time.sleep(0.001)
+        threads[1].start()
+        queued_by = time.monotonic() + 5  # a scheduler that runs it at once fails, not hangs
+        while not sched._waiters and time.monotonic() < queued_by:
+            time.sleep(0.001)
+        assert sched._waiters and sched._running == 1
+        with (
+            pytest.raises(HalError) as e,
+            sched.slot(Priority.HIGH, time.monotonic_ns() + 50_000_000),
+        ):
+            pass
+        assert e.value.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+    finally:
+        release.set()
+        for t in threads:
+            if t.is_alive():
+                t.join(5)
+    assert outcome == ["ran"]
+
+
 def test_an_execution_may_use_the_whole_memory_budget():
     sched = PriorityScheduler(Budget(max_concurrent=2, memory_bytes=100))
     soon = time.monotonic_ns() + 2_000_000_000  # a wrongly refused slot fails, not hangs
