@@ -16,6 +16,7 @@ from driver.builder import ModelBuilder
 from driver.device import ReferenceDevice
 from driver.hal.types import HalVersion, OperandLifeTime, OperandType, OperationType, OutputShape
 from driver.testing import traced_peak
+from driver.validation import MAX_OPERAND_BYTES, UINT32_MAX
 from fuzz.cli import main as cli_main
 from randomgraph.spec import dsl
 from randomgraph.spec.dsl import SpecError, UniqueNames
@@ -183,15 +184,16 @@ def test_data_type_converter_quantizes_values_half_to_even(tmp_path):
             a: ("TENSOR_QUANT8_ASYMM", 0.5, 128),
             out: ("TENSOR_QUANT8_ASYMM", 0.5, 128),
         })
-        Example({a: [0.25, 0.75, -100.0, 1.0], out: [0.25, 0.75, 0.0, 1.0]}).AddVariations(quant8).DisableLifeTimeVariation()
+        Example({a: [0.25, 0.75, -100.0, 100.0], out: [0.25, 0.75, 0.0, 100.0]}).AddVariations(quant8).DisableLifeTimeVariation()
     """
     tests = by_name(load_spec(spec(tmp_path, "r", text)))
     assert list(tests) == ["r", "r_quant8"]
     q = tests["r_quant8"]
-    # 0.25/0.5 = 0.5 -> 0 (half to even) + 128; 0.75/0.5 = 1.5 -> 2; -200 saturates at 0.
-    assert operand(q, "a").data == [128, 130, 0, 130]
+    # 0.25/0.5 = 0.5 -> 0 (half to even) + 128; 0.75/0.5 = 1.5 -> 2; -200 + 128 saturates
+    # at 0 and 200 + 128 at 255.
+    assert operand(q, "a").data == [128, 130, 0, 255]
     assert operand(q, "a").type == T.TENSOR_QUANT8_ASYMM and operand(q, "a").scale == 0.5
-    assert operand(q, "out").data == [128, 130, 128, 130]
+    assert operand(q, "out").data == [128, 130, 128, 255]
 
 
 def test_nchw_variation_transposes_operands_and_sets_the_layout(tmp_path):
@@ -534,6 +536,33 @@ LOADER_ERRORS = [
         1,
         "operand w: channelDim 9 is not an axis of TENSOR_QUANT8_SYMM_PER_CHANNEL [2, 2]",
     ),
+    (
+        "w = Parameter('w', 'TENSOR_QUANT8_SYMM_PER_CHANNEL', '{2, 2}', [1, 2, 3, 4],\n"
+        "              extraParams=SymmPerChannelQuantParams(channelDim=2, scales=[0.5]))\n",
+        1,
+        "operand w: channelDim 2 is not an axis of TENSOR_QUANT8_SYMM_PER_CHANNEL [2, 2]",
+    ),
+    (
+        "w = Parameter('w', 'TENSOR_QUANT8_SYMM_PER_CHANNEL', '{2, 2}', [1, 2, 3, 4],\n"
+        "              extraParams=SymmPerChannelQuantParams(channelDim=0, scales=[0.5]))\n",
+        1,
+        "operand w: 1 per-channel scales for dimension 0 of size 2",
+    ),
+    # Graphs a model cannot have: named where the spec builds them.
+    (
+        "model = Model()\nt = Internal('t', 'TENSOR_FLOAT32', '{2}')\n"
+        "u = Internal('u', 'TENSOR_FLOAT32', '{2}')\nmodel.Operation('ABS', u).To(t)\n"
+        "model.Operation('ABS', t).To(u)\nExample({})\n",
+        4,
+        "cycle in the graph",
+    ),
+    (
+        "m = Model('branch')\nx = Input('x', 'TENSOR_FLOAT32', '{2}')\n"
+        "y = Input('y', 'TENSOR_FLOAT32', '{2}')\no = Output('o', 'TENSOR_FLOAT32', '{2}')\n"
+        "m.Operation('ADD', x, y, 0).To(o)\nm.IdentifyInputs(y, x)\n",
+        6,
+        "IdentifyInputs: model inputs are [Input(x), Input(y)], not [Input(y), Input(x)]",
+    ),
     # Spec code that ends the process or breaks the compiler.
     ("import sys\nsys.exit(0)\n", 2, "the spec called sys.exit(0)"),
     ("raise SystemExit('bye')\n", 1, "the spec called sys.exit('bye')"),
@@ -563,6 +592,60 @@ def test_variation_groups_that_multiply_past_the_limit_are_refused(tmp_path):
     assert info.value.line == 5 and "expands to up to 4294967296 test models" in str(info.value)
     assert f"more than the {MAX_TESTS_PER_SPEC} a spec may have" in str(info.value)
     assert 1000 <= MAX_TESTS_PER_SPEC <= 100_000  # "some thousands": Android's specs fit
+
+
+def test_the_test_model_limit_counts_every_example_and_is_inclusive(tmp_path, monkeypatch):
+    from randomgraph.spec import loader
+
+    p = tmp_path / "two.mod.py"  # two Examples of two test models each
+    twice = OK_EXAMPLE + ".AddRelaxed().DisableLifeTimeVariation()"
+    p.write_text(_abs_spec(twice + "\n" + twice))
+    monkeypatch.setattr(loader, "MAX_TESTS_PER_SPEC", 4)
+    assert len(load_spec(p)) == 4
+    monkeypatch.setattr(loader, "MAX_TESTS_PER_SPEC", 3)
+    with pytest.raises(SpecError, match="expands to up to 4 test models, more than the 3"):
+        load_spec(p)
+
+
+def test_a_spec_of_exactly_the_largest_size_is_read(tmp_path, monkeypatch):
+    from randomgraph.spec import loader
+
+    p = tmp_path / "abs.mod.py"
+    p.write_text(_abs_spec(OK_EXAMPLE))
+    monkeypatch.setattr(loader, "MAX_SPEC_BYTES", p.stat().st_size)
+    assert load_spec(p)
+    monkeypatch.setattr(loader, "MAX_SPEC_BYTES", p.stat().st_size - 1)
+    with pytest.raises(SpecError, match="larger than a spec file may be"):
+        load_spec(p)
+
+
+def test_the_largest_dimension_and_operand_are_declarable(tmp_path):
+    # Both bounds are inclusive: a TENSOR_BOOL8 [UINT32_MAX] has 4294967295 bytes, as
+    # many as an operand may have.
+    assert MAX_OPERAND_BYTES == UINT32_MAX
+    p = tmp_path / "big.mod.py"
+    p.write_text(f"x = Input('x', ('TENSOR_BOOL8', [{UINT32_MAX}]))\n")
+    assert load_spec(p) == []  # declared without an error (and no Example)
+
+
+@pytest.mark.parametrize("hide", [False, True])
+def test_hidden_per_channel_parameters_are_left_out_of_the_test_model(tmp_path, hide):
+    # Android's hide=True: the operand keeps its scales in the spec, the test model has
+    # none (validation specs check that a driver refuses such an operand).
+    text = f"""
+        model = Model()
+        i = Input("i", "TENSOR_FLOAT32", "{{2}}")
+        params = SymmPerChannelQuantParams(channelDim=0, scales=[0.5, 0.25], hide={hide})
+        w = Parameter("w", "TENSOR_QUANT8_SYMM_PER_CHANNEL", "{{2}}", [1, 2], extraParams=params)
+        o = Output("o", "TENSOR_FLOAT32", "{{2}}")
+        model.Operation("ADD", i, w, 0).To(o)
+        Example({{i: [1.0, 2.0], o: [1.0, 2.0]}}).DisableLifeTimeVariation()
+    """
+    (t,) = load_spec(spec(tmp_path, "hidden", text))
+    w = operand(t, "w").channel_quant
+    assert (None if w is None else (w.channel_dim, tuple(w.scales))) == (
+        None if hide else (0, (0.5, 0.25))
+    )
 
 
 def test_variable_and_test_names_are_unique_in_linear_time():
@@ -623,6 +706,13 @@ def test_an_ignored_output_is_not_materialized(tmp_path):
     assert peak < 16 * 2**20
     out = operand(tests[0], "o")
     assert out.is_ignored and out.data == [] and out.array().shape == (4096, 4096)
+
+
+def test_numpy_example_values_of_the_operand_size_load(tmp_path):
+    # Specs compute their values with numpy (about 85% of Android's do some computing).
+    p = tmp_path / "arrays.mod.py"
+    p.write_text(_abs_spec("v = np.array([[1.0, 2.0]])\nExample({i: v, o: v})"))
+    assert operand(load_spec(p)[0], "o").data == [1.0, 2.0]
 
 
 def test_a_broadcast_example_value_is_counted_before_it_is_flattened(tmp_path):
@@ -876,6 +966,57 @@ def test_dump_keeps_the_sign_of_negative_zero(tmp_path):
     }
 
 
+def _add_test(x, c, y, *, constant: OperandLifeTime = L.CONSTANT_COPY, **fields) -> TestModel:
+    """y = x + c (TENSOR_FLOAT32 [3]), built by hand: the property draws none of what the
+    tests below need (pool constants, non-finite values, omitted inputs, ...)."""
+    operands = [
+        TestOperand("x", T.TENSOR_FLOAT32, [3], lifetime=L.SUBGRAPH_INPUT, data=list(x)),
+        TestOperand("c", T.TENSOR_FLOAT32, [3], lifetime=constant, data=list(c)),
+        TestOperand("act", T.INT32, [], lifetime=L.CONSTANT_COPY, data=[0]),
+        TestOperand("y", T.TENSOR_FLOAT32, [3], lifetime=L.SUBGRAPH_OUTPUT, data=list(y)),
+    ]
+    inputs = fields.pop("inputs", [0, 1, 2])
+    operands[1].name = fields.pop("name", "c")
+    main = TestSubgraph(operands, [TestOperation(OperationType.ADD, inputs, [3])], [0], [3])
+    main.fill_consumers()
+    return TestModel("add", main, min_supported_version=HalVersion.V1_0, **fields)
+
+
+INF = float("inf")
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        # A driver bug in pool constants must replay as one, not as an inline constant.
+        _add_test([1, 2, 3], [4, 5, 6], [5, 7, 9], constant=L.CONSTANT_REFERENCE),
+        _add_test([INF, -INF, NAN], [1, 1, 1], [INF, -INF, NAN]),
+        _add_test([1, 2, 3], [0, 0, 0], [1, 2, 3], multinomial_tolerance=0.025),
+        _add_test([], [1, 2, 3], [1, 2, 3]),  # an omitted input: fed no values
+        # The operation names c before x: the dump must keep x as operand 0.
+        _add_test([1, 2, 3], [0, 0, 0], [1, 2, 3], inputs=[1, 0, 2]),
+    ],
+    ids=["constant-reference", "non-finite", "multinomial", "omitted-input", "operand-order"],
+)
+def test_dump_load_round_trip_of_what_the_property_does_not_draw(tmp_path, test):
+    assert _normalized(_round_trip(tmp_path, test)) == _normalized(test)
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        _add_test([1, 2, 3], [0.5, 0.5, 0.5], [1.5, 2.5, 3.5], name=name)
+        for name in ["model", "Example", "float", "Parameter", "in", "None"]
+    ],
+    ids=lambda test: test.main.operands[1].name,
+)
+def test_dump_keeps_operand_names_that_are_python_or_dump_names(tmp_path, test):
+    # The operands' variables were their names: "in = Input(...)" is a syntax error, and
+    # "model = Parameter(...)" or "float = ..." broke the lines after it.
+    assert _round_trip(tmp_path, test).to_json() == test.to_json()
+
+
 # --- runner and CLI ---------------------------------------------------------------------------
 
 
@@ -935,10 +1076,93 @@ def test_a_driver_must_report_the_shape_of_static_outputs_too(tmp_path, rewrite,
     results = run_specs([good], _ReportsShapes(rewrite)).results
     assert len(results) >= 2  # every variant, the dynamic-output one included
     assert {(r.outcome, r.reason) for r in results} == {(FAIL, reason)}
+    # HAL 1.2 is where reporting starts.
+    at_1_2 = run_specs([good], _ReportsShapes(rewrite, version=HalVersion.V1_2)).results
+    assert len(at_1_2) >= 2 and {(r.outcome, r.reason) for r in at_1_2} == {(FAIL, reason)}
     # Before 1.2 no shapes are reported, and none are expected.
     old = _ReportsShapes(lambda shapes: [], version=HalVersion.V1_1)
     v1_0 = spec(tmp_path, "good", ADD_SPEC, folder="V1_0")
     assert {r.outcome for r in run_specs([v1_0], old).results} == {PASS}
+
+
+class _Recording(ReferenceDevice):
+    """The reference, noting the output dims of every model it prepares."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.output_dims: list[list[tuple]] = []
+
+    def prepare_model(self, model, *args, **kw):
+        main = model.main
+        self.output_dims.append([tuple(main.operands[i].dimensions) for i in main.output_indexes])
+        return super().prepare_model(model, *args, **kw)
+
+
+def test_the_dynamic_output_shape_run_from_hal_1_2_leaves_output_dims_unspecified(tmp_path):
+    device = _Recording(version=HalVersion.V1_2)
+    results = run_specs([spec(tmp_path, "good", ADD_SPEC)], device).results
+    assert [(r.name, r.dynamic, r.outcome) for r in results] == [
+        ("good", False, PASS),
+        ("good", True, PASS),
+        ("good_all_inputs_as_internal", False, PASS),
+        ("good_all_inputs_as_internal", True, PASS),
+    ]
+    assert device.output_dims == [[(2,)], [(0,)], [(2,)], [(0,)]]
+
+
+def test_an_ignored_output_is_not_compared(tmp_path):
+    # Its values are unspecified (a dump writes zeros): comparing them would fail the
+    # replay of every minimized failure that has one.
+    text = _abs_spec("Example({i: [1.0, -2.0], o: [0.0, 0.0]})")
+    ignored = spec(tmp_path, "ignored", text.replace("o = Output(", "o = IgnoredOutput("))
+    results = run_specs([ignored], ReferenceDevice()).results
+    assert results and {r.outcome for r in results} == {PASS}
+    compared = run_specs([spec(tmp_path, "compared", text)], ReferenceDevice()).results
+    assert {r.outcome for r in compared} == {FAIL}
+
+
+def test_a_relaxed_test_is_checked_with_the_float16_tolerance(tmp_path):
+    # A driver may compute a relaxed model in float16; 1.501 for 1.5 is within that
+    # tolerance (5 x 2**-10), not within float32's.
+    text = ADD_SPEC.replace("out: [1.5, -2.0]", "out: [1.501, -2.0]")
+    relaxed = text.replace("model = Model()", "model = Model().RelaxedExecution(True)")
+    results = run_specs([spec(tmp_path, "relaxed", relaxed)], ReferenceDevice()).results
+    assert results and {r.outcome for r in results} == {PASS}
+    plain = run_specs([spec(tmp_path, "plain", text)], ReferenceDevice()).results
+    assert {r.outcome for r in plain} == {FAIL}
+
+
+def test_a_relaxed_test_skips_an_older_driver_that_cannot_express_it(tmp_path):
+    # A relaxed test has no minimum version: it runs where its model can be expressed
+    # (ABS needs HAL 1.2), and is skipped, not failed, elsewhere.
+    text = _abs_spec(OK_EXAMPLE).replace(
+        "model = Model()", "model = Model().RelaxedExecution(True)"
+    )
+    path = spec(tmp_path, "relaxed_abs", text)
+    results = run_specs([path], ReferenceDevice(version=HalVersion.V1_1)).results
+    assert results and {(r.outcome, r.reason) for r in results} == {
+        (SKIP, "the model needs a newer HAL than 1.1")
+    }
+    assert {r.outcome for r in run_specs([path], ReferenceDevice()).results} == {PASS}
+
+
+def test_a_differential_spec_is_judged_with_the_criteria_its_header_names(tmp_path):
+    # nnfuzz random writes the set a failure was found under in the header; a replay
+    # under the generated-test criteria would pass what "strict" fails (5e-6 off).
+    text = textwrap.dedent(ADD_SPEC.replace("out: [1.5, -2.0]", "out: [1.500005, -2.0]"))
+    header = "# found by nnfuzz random\n# nnfuzz-criteria: strict\n"
+    tests = load_spec(spec(tmp_path, "strict", header + text))
+    assert tests and {t.criteria for t in tests} == {"strict"}
+    assert {
+        r.outcome
+        for r in run_specs([spec(tmp_path, "strict", header + text)], ReferenceDevice()).results
+    } == {FAIL}
+    assert {
+        r.outcome for r in run_specs([spec(tmp_path, "generated", text)], ReferenceDevice()).results
+    } == {PASS}
+    unknown = spec(tmp_path, "unknown", header.replace("strict", "nope") + text)
+    with pytest.raises(SpecError, match="unknown criteria set 'nope' in '# nnfuzz-criteria:'"):
+        load_spec(unknown)
 
 
 def test_expect_failure_passes_only_when_rejected(tmp_path):

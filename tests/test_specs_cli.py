@@ -163,3 +163,14 @@ def test_an_interrupted_expand_writes_what_was_expanded(here, capsys, monkeypatc
     assert "interrupted" in err
     summary = (err if target == "-" else out).splitlines()[-1]
     assert summary == f"4 test models from 2 spec files -> {target}"
+
+
+# --- replay shows the outputs ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("max_elements, shown", [(2, "[1, 2]"), (1, "[1, ...]")])
+def test_replay_marks_an_output_cut_at_max_elements(here, capsys, max_elements, shown):
+    specs = write_specs(a=ABS_SPEC)
+    argv = ["replay", f"{specs}/V1_0/a.mod.py", "--max-elements", str(max_elements)]
+    assert exit_status(argv) == 0
+    assert f"expected {shown}\n" in capsys.readouterr().out

@@ -12,6 +12,7 @@ subgraphs.
 
 from __future__ import annotations
 
+import keyword
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,24 @@ from randomgraph.testmodel import TestModel, TestOperand, TestSubgraph
 
 L = OperandLifeTime
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_DUMP_NAMES = frozenset(
+    {
+        *keyword.kwlist,  # True, None, in, ... cannot be assigned at all
+        # The names the dump's own lines call: an operand's variable must not rebind one.
+        *("Model", "Input", "Output", "IgnoredOutput", "Parameter", "Internal"),
+        *("SubgraphReference", "SymmPerChannelQuantParams", "Example", "float"),
+    }
+)
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (now taken)."""
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    taken.add(name)
+    return name
 
 
 def _float(v: float) -> str:
@@ -91,25 +110,22 @@ def dump_spec(
     lines.append(
         f"# Test model {test.name!r}; replay with: nnfuzz replay <this file> --driver <name>"
     )
-    used: set[str] = set()
     subgraphs = [test.main, *test.referenced]
+    model_vars = ["model"] + [f"sub{k}" for k in range(len(test.referenced))]
+    # Operand names and the Python variables holding the operands: an operand may be
+    # named "model", "float" or "in" (a spec may name it so), its variable may not.
+    used: set[str] = set()
+    variables: set[str] = {*model_vars, *_DUMP_NAMES}
     var_names: list[list[str]] = []
     op_names: list[list[str]] = []
     for s, sg in enumerate(subgraphs):
         vn, on = [], []
         for i, o in enumerate(sg.operands):
-            base = o.name if o.name and _IDENT.match(o.name) else f"op{i}"
-            name = base
-            n = 0
-            while name in used:
-                n += 1
-                name = f"{base}_{n}"
-            used.add(name)
+            name = _fresh(o.name if o.name and _IDENT.match(o.name) else f"op{i}", used)
             on.append(name)
-            vn.append(f"s{s}_{name}" if s else name)
+            vn.append(_fresh(f"s{s}_{name}" if s else name, variables))
         var_names.append(vn)
         op_names.append(on)
-    model_vars = ["model"] + [f"sub{k}" for k in range(len(test.referenced))]
     # Every model object exists before any SubgraphReference names one; the main model
     # is created last (and the example names it explicitly anyway).
     lines.append("")
