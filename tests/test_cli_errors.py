@@ -506,6 +506,39 @@ def test_an_output_link_is_written_through(files, capsys):
     assert len(json.loads(Path("target.json").read_text())["graphs"]) == 2
 
 
+def test_a_replaced_output_keeps_its_permissions(files, capsys):
+    Path("g.json").write_text("old")
+    os.chmod("g.json", 0o600)
+    assert exit_status(["generate", "--seeds", "0:1", "-q", "--json", "g.json"]) == 0
+    assert os.stat("g.json").st_mode & 0o777 == 0o600
+    assert json.loads(Path("g.json").read_text())["graphs"]
+
+
+@pytest.mark.parametrize("ops, elements, allowed", [(20, 100000, True), (20, 100001, False)])
+def test_generate_allows_a_graph_of_max_graph_elements(ops, elements, allowed):
+    from types import SimpleNamespace
+
+    from fuzz.commands.generate import _check_graph_size
+    from randomgraph.generator.core import MAX_GRAPH_ELEMENTS
+
+    assert MAX_GRAPH_ELEMENTS == 20 * 100000
+    config = SimpleNamespace(num_ops=ops, max_elements=elements)
+    if allowed:
+        _check_graph_size(config)
+    else:
+        with pytest.raises(SystemExit):
+            _check_graph_size(config)
+
+
+def test_ops_lists_and_counts_the_declared_operations(capsys):
+    assert exit_status(["ops"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "102/102 operations declared"
+    assert exit_status(["ops", "add", "-s"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("   0 ADD") and "HAL 1.0" in out and "declared" not in out
+
+
 def test_generate_takes_comma_lists_like_random(files, capsys):
     argv = ["generate", "--seeds", "0:4", "--op", "ADD,MUL", "--json", "g.json", "-q"]
     assert exit_status(argv) == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -45,6 +46,25 @@ CRASHY = textwrap.dedent(
 )
 
 
+# A target of one's own that dies of a segfault on "S..." and hangs on "H...".
+DYING = textwrap.dedent(
+    """
+    import os
+    import signal
+    import time
+
+    MAX_LEN = 16
+
+
+    def test_one_input(data):
+        if data[:1] == b"S":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if data[:1] == b"H":
+            time.sleep(30)
+    """
+)
+
+
 def exit_status(argv: list[str]) -> int:
     try:
         return nnfuzz(argv)
@@ -61,6 +81,7 @@ def here(tmp_path, monkeypatch):
     (mods / "mine").mkdir(parents=True)
     (mods / "mine" / "__init__.py").write_text("")
     (mods / "mine" / "crashy.py").write_text(CRASHY)
+    (mods / "mine" / "dying.py").write_text(DYING)
     (mods / "mine" / "raising.py").write_text("raise RuntimeError('no device here')\n")
     (mods / "mine" / "syntax.py").write_text("def test_one_input(data)\n")
     (mods / "mine" / "exiting.py").write_text("import sys\nsys.exit(3)\n")
@@ -85,6 +106,9 @@ USAGE_ERRORS = [
     (["--libfuzzer=-artifact_prefix=/elsewhere/"], "-artifact_prefix is set by nnfuzz"),
     (["--libfuzzer=-jobs=4"], "-jobs is set by nnfuzz: use --jobs"),
     (["--libfuzzer=-timeout=9"], "-timeout is set by nnfuzz: use --timeout"),
+    (["--libfuzzer=-fork=2"], "-fork is set by nnfuzz: use --jobs"),
+    (["--rss-limit-mb", "0"], "--rss-limit-mb: must be >= 1"),  # libFuzzer: 0 is no limit
+    (["--minimize-time", "-1"], "--minimize-time: must be >= 0"),
     (["--driver", "nosuchdriver"], "--driver: unknown driver 'nosuchdriver'"),
     (["--driver", "nomod:make"], "--driver: cannot import driver module 'nomod'"),
     (["--driver", ""], "--driver: an empty name names no driver"),
@@ -450,3 +474,134 @@ def test_a_new_run_deletes_only_the_artifacts_already_triaged(tmp_path):
     kept = [p.name for p in fuzz_campaign.collect_artifacts(artifacts)]
     assert kept == ["crash-new", "oom-new", "timeout-new"]
     assert not (artifacts / fuzz_campaign.TRIAGED).exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "value"),
+    [
+        ([], "seconds", 60.0),
+        (["--time", "0"], "seconds", None),  # no limit
+        (["--time", "2.5"], "seconds", 2.5),
+        (["--seed", "0"], "seed", 0),
+        (["--no-minimize"], "minimize", False),
+        (["--minimize-time", "0"], "minimize", False),
+        (["--minimize-time", "7"], "minimize_seconds", 7),
+        (["--driver", "reference-1.2"], "driver", "reference-1.2"),
+        (["--libfuzzer=-use_value_profile=1"], "extra", ["-use_value_profile=1"]),
+    ],
+)
+def test_the_options_reach_the_campaign(here, monkeypatch, extra, field, value):
+    from randomgraph.campaign import CampaignError
+
+    configs = []
+
+    def run_campaign(cfg, **kwargs):
+        configs.append(cfg)
+        raise CampaignError("stopped by the test")
+
+    monkeypatch.setattr(fuzz_campaign, "run_campaign", run_campaign)
+    assert exit_status(["fuzz", "model", "--work", "w", *extra]) == 2
+    (cfg,) = configs
+    assert getattr(cfg, field) == value
+
+
+@pytest.mark.parametrize(
+    ("seconds", "seed", "flags", "absent"),
+    [
+        (0.4, 0, ["-max_total_time=1", "-seed=0"], []),  # -max_total_time=0: no limit
+        (90.7, None, ["-max_total_time=90"], ["-seed"]),
+        (None, 4294967295, ["-seed=4294967295"], ["-max_total_time"]),
+    ],
+)
+def test_libfuzzer_gets_the_time_limit_and_seed(tmp_path, seconds, seed, flags, absent):
+    cfg = fuzz_campaign.CampaignConfig("model", seconds=seconds, seed=seed, seed_dirs=[])
+    args = fuzz_campaign.libfuzzer_args(cfg, tmp_path / "artifacts", tmp_path / "corpus")
+    assert set(flags) <= set(args)
+    assert not [a for a in args for name in absent if a.startswith(name + "=")]
+
+
+def test_the_fuzzing_children_run_this_checkout_on_the_driver(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere/site")
+    monkeypatch.delenv("NNFUZZ_DRIVER", raising=False)
+    cfg = fuzz_campaign.CampaignConfig("model", driver="reference-1.2")
+    env = fuzz_campaign.environment(cfg, tmp_path / "launch")
+    assert env["NNFUZZ_DRIVER"] == "reference-1.2"
+    assert env["NNFUZZ_LAUNCHER"] == str(tmp_path / "launch")
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(fuzz_campaign.ROOT), "/elsewhere/site"]
+    plain = fuzz_campaign.environment(fuzz_campaign.CampaignConfig("model"), tmp_path / "launch")
+    assert "NNFUZZ_DRIVER" not in plain
+
+
+def test_replay_skips_records_and_hidden_files(tmp_path):
+    for name in ("crash-1", "crash-1.json", "notes.md", "log.txt", ".hidden", "seed"):
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "deep").write_bytes(b"x")
+    assert [p.name for p in triage.input_files([tmp_path])] == ["crash-1", "seed"]
+    assert triage.input_files([tmp_path / "seed", tmp_path / "missing"]) == [tmp_path / "seed"]
+
+
+def test_a_known_signature_keeps_its_stored_reproducer(tmp_path):
+    outcome = triage.Outcome("x", "crash", "ValueError", "bad input", ("mine.crashy:first_bug",))
+    first = triage.store(outcome, b"first", tmp_path, "mine.crashy")
+    again = triage.store(outcome, b"second, longer", tmp_path, "mine.crashy")
+    assert first.new and not again.new
+    assert again.path == first.path and first.path.read_bytes() == b"first"
+    assert len(list(tmp_path.iterdir())) == 2  # the reproducer and its record
+
+
+def test_replay_tells_a_crash_from_a_hang_and_goes_on_after_them(here):
+    for name, data in (("segv", b"S"), ("hang", b"H"), ("fine", b"ok")):
+        Path(name).write_bytes(data)
+    segv, hang, fine = triage.replay("mine.dying", ["segv", "hang", "fine"], timeout=0.2)
+    assert (segv.kind, segv.exception) == ("crash", f"exit status {-signal.SIGSEGV}")
+    assert hang.kind == "timeout" and "Timeout (" in hang.trace
+    assert fine.kind == "ok"
+
+
+def test_replay_reads_at_most_max_len_bytes(here):
+    Path("xb").write_bytes(b"XB")
+    (full,) = triage.replay("mine.crashy", ["xb"])
+    (cut,) = triage.replay("mine.crashy", ["xb"], max_len=1)
+    assert full.frames[-1] == "mine.crashy:second_bug"
+    assert cut.frames[-1] == "mine.crashy:first_bug"
+    assert cut.note == "longer than 1 bytes: replayed its first 1"
+
+
+@pytest.mark.parametrize(
+    ("minimized_raises", "stored"),
+    [("ValueError", b"X"), ("IndexError", b"X" + b"y" * 99)],
+)
+def test_triage_keeps_one_reproducer_per_signature_minimized_only_if_alike(
+    tmp_path, monkeypatch, minimized_raises, stored
+):
+    """Two artifacts with one signature are one finding; a minimized reproducer replaces
+    the found one only if it fails the same way."""
+    artifacts = []
+    for k, size in enumerate((100, 60)):
+        artifacts.append(tmp_path / f"crash-{k}")
+        artifacts[-1].write_bytes(b"X" + b"y" * (size - 1))
+
+    def replay(target, paths, **kwargs):
+        return [
+            triage.Outcome(
+                str(p),
+                "crash",
+                minimized_raises if p.name.endswith(".min") else "ValueError",
+                "bad input",
+                ("mine.crashy:first_bug",),
+            )
+            for p in map(Path, paths)
+        ]
+
+    def minimize(cfg, launcher, env, path, out):
+        out.write_bytes(b"X")
+        return out
+
+    monkeypatch.setattr(triage, "replay", replay)
+    monkeypatch.setattr(fuzz_campaign, "minimize", minimize)
+    cfg = fuzz_campaign.CampaignConfig("mine.crashy", crash_dir=tmp_path / "crashes")
+    result = fuzz_campaign.triage_artifacts(cfg, artifacts, Path("launch"), {}, lambda text: None)
+    (kept,) = result.stored
+    assert kept.new and kept.path.read_bytes() == stored
+    assert result.done == artifacts

@@ -21,6 +21,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -97,6 +98,97 @@ def test_model_mutator_changes_one_thing_at_a_time():
         m = mutators.mutate_model(original, random.Random(s), count=1)
         changed += m != original
     assert changed >= 35  # a few mutations are no-ops (same value drawn)
+
+
+def test_most_model_mutations_still_decode():
+    # Three mutations in four are structural (one field changed, re-encoded): about 90%
+    # of the results decode, against 60% were most of them bytewise.
+    from driver import wire
+
+    seeds = [p.read_bytes() for p in input_files([CORPUS / "model"])]
+    rng = random.Random(7)
+    decoded = 0
+    for _ in range(400):
+        data = mutators.mutate_model_bytes(rng.choice(seeds), 8192, rng.getrandbits(32))
+        try:
+            wire.decode_model(data)
+            decoded += 1
+        except wire.WireDecodeError:
+            pass
+    assert decoded >= 320
+
+
+@pytest.mark.parametrize("target", ["model", "request"])
+def test_custom_mutators_stay_within_max_size(target):
+    # libFuzzer hands the mutator a buffer of max_size bytes: a longer result overflows it.
+    module = load(target)
+    seeds = [p.read_bytes() for p in input_files([CORPUS / target])][:40]
+    for k, data in enumerate(seeds * 5):
+        for max_size in (len(data), len(data) + 8):
+            assert len(module.custom_mutator(data, max_size, k)) <= max_size
+
+
+def test_a_mutated_models_pools_keep_sharing_their_descriptors():
+    from driver import wire
+    from driver.hal.types import Memory, Model, Subgraph
+
+    handle = object()
+    pools = (Memory("ashmem", 64, handle), Memory("ashmem", 32, handle), Memory("ashmem", 8, 0))
+    data = wire.encode_model(Model(Subgraph(), pools=pools)).data
+    seen = []
+
+    def record(handle_index: int, name: str, size: int) -> Memory:
+        seen.append(handle_index)
+        return Memory(name, size, None)
+
+    decoded = wire.decode_model(data, mutators._placeholder_resolver())
+    wire.decode_model(wire.encode_model(decoded).data, record)
+    assert seen == [0, 0, 1]
+
+
+_OPERAND_FIELD_CHANGES = {
+    "type": "type",
+    "dimensions": "dimensions",
+    "scale": "scale",
+    "zero_point": "zero_point",
+    "lifetime": "lifetime",
+    "location": "location",
+    "number_of_consumers": "number_of_consumers",
+    "extra_params": "extra_params",
+    "fresh_dims": "dimensions",
+}
+
+
+@pytest.mark.parametrize("field", mutators.OPERAND_FIELDS)
+def test_mutate_operand_changes_only_the_field_asked_for(field):
+    # The execute target's mutation kinds ("operand.scale", ...) name one field each.
+    from dataclasses import fields
+
+    from driver.hal.types import DataLocation, Operand
+
+    operand = Operand(3, (2, 3), 1, 0.5, 1, 2, DataLocation(0, 8, 24))
+    changed = set()
+    for s in range(40):
+        got = mutators.mutate_operand(random.Random(s), operand, 1, 64, field)
+        changed |= {
+            f.name for f in fields(Operand) if getattr(got, f.name) != getattr(operand, f.name)
+        }
+    assert changed == {_OPERAND_FIELD_CHANGES[field]}
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_mutator_bug_fails_a_test_but_not_a_campaign(monkeypatch, strict):
+    def broken(model, rng, count):
+        raise RuntimeError("a mutator bug")
+
+    monkeypatch.setattr(mutators, "mutate_model", broken)
+    monkeypatch.setattr(mutators, "STRICT", strict)
+    seed = sorted((CORPUS / "model").iterdir())[0].read_bytes()
+    if strict:
+        with pytest.raises(RuntimeError, match="a mutator bug"):
+            mutators.mutate_model_bytes(seed, 8192, 1, bytewise_share=0.0)
+    else:  # the campaign goes on with a bytewise mutation
+        assert isinstance(mutators.mutate_model_bytes(seed, 8192, 1, bytewise_share=0.0), bytes)
 
 
 @pytest.mark.timeout(60)
@@ -324,6 +416,8 @@ def _execution_cases():
         (S.GENERAL_FAILURE, [], NO_TIMING, V.V1_3, None),
         (S.GENERAL_FAILURE, [fits, fits], NO_TIMING, V.V1_3, "GENERAL_FAILURE with output shapes"),
         (S.INVALID_ARGUMENT, [], timed, V.V1_3, "INVALID_ARGUMENT with timing"),
+        (S.NONE, [fits, fits], timed, V.V1_2, None),  # shapes and timing exist from 1.2
+        (0, [fits, fits], timed, V.V1_3, "returned 0, not an ErrorStatus"),
         (S.NONE, [], NO_TIMING, V.V1_1, None),
         (S.NONE, [fits, fits], NO_TIMING, V.V1_1, "a HAL 1.1 driver reports output shapes"),
         (S.NONE, [], timed, V.V1_0, "a HAL 1.0 driver reports timing"),
@@ -337,7 +431,7 @@ def test_the_oracle_holds_execution_results_to_the_hal_rules(
     """The execution rules the targets check (two outputs): shapes and timing exist from
     HAL 1.2; NONE reports every output's shape, all sufficient; OUTPUT_INSUFFICIENT_SIZE
     reports every shape and marks one insufficient; any other failure reports neither
-    shapes nor timing."""
+    shapes nor timing. A status is an ErrorStatus (a bare 0 is not NONE)."""
     from fuzz.harness import ContractViolation, check_execution
 
     if broken is None:
@@ -366,6 +460,69 @@ def test_a_pool_past_the_harness_pools_is_a_bad_handle_and_a_hook_crash_is_itsel
         rejected(hidden)
     with pytest.raises(ContractViolation):
         rejected(HalError(ErrorStatus.GENERAL_FAILURE, "no cause"))
+
+
+def test_harness_pools_repeat_the_pattern_from_the_first_byte_of_pool_0():
+    """Pool 0 holds the pattern from its first byte (a constant moved from operandValues
+    to a pool at the same offset keeps its value); pool k is rotated by k bytes, so the
+    pools differ; an empty pattern is zeros."""
+    from fuzz.harness import HarnessPools
+
+    pools = HarnessPools(count=3, capacity=8)
+    pools.fill(b"abc")
+    assert [bytes(h.data) for h in pools.handles] == [b"abcabcab", b"bcabcabc", b"cabcabca"]
+    pools.fill(b"")
+    assert all(bytes(h.data) == bytes(8) for h in pools.handles)
+
+
+def test_a_kept_crash_is_saved_under_libfuzzers_name_and_still_raised(tmp_path):
+    """The wrapper saves a crashing input (a process dying on the way out lost it) and
+    re-raises: a swallowed exception is a crash libFuzzer never sees."""
+    import hashlib
+
+    from fuzz import harness
+
+    def crashes(data: bytes) -> None:
+        if data == b"bad":
+            raise ValueError("bad input")
+
+    run = harness._keeping_crashes(crashes, f"{tmp_path}/")
+    run(b"good")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="bad input"):
+        run(b"bad")
+    saved = tmp_path / f"crash-{hashlib.sha1(b'bad').hexdigest()}"
+    assert saved.read_bytes() == b"bad"
+
+
+def test_only_the_reference_itself_is_held_to_the_references_outcomes():
+    # A driver built on the reference (a subclass, like the planted fragile one) is a
+    # driver under test: it gets the invalid models too, and other outcomes are allowed.
+    from driver.device import ReferenceDevice
+    from fuzz.harness import is_reference
+
+    class Derived(ReferenceDevice):
+        pass
+
+    assert is_reference(ReferenceDevice())
+    assert not is_reference(Derived())
+
+
+def test_a_hang_is_signed_by_the_thread_running_the_target():
+    from fuzz.triage import frames_from_dump
+
+    target = (
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{ROOT}/driver/operations/pooling.py", line 127 in _windows\n'
+        f'  File "{ROOT}/fuzz/targets/execute.py", line 241 in test_one_input\n'
+    )
+    reader = (
+        "Thread 0x2 (most recent call first):\n"
+        f'  File "{ROOT}/driver/isolated.py", line 80 in _read_replies\n'
+    )
+    expected = ("fuzz.targets.execute:test_one_input", "driver.operations.pooling:_windows")
+    for threads in ([target, reader], [reader, target]):
+        assert frames_from_dump("Timeout (0:00:05)!\n" + "\n".join(threads)) == expected
 
 
 def test_array_comparisons_bypass_the_leaking_atheris_hook(monkeypatch):
@@ -468,10 +625,55 @@ class _GeneralFailureDevice(_Proxy):
         return status, (_GeneralFailurePrepared(prepared) if prepared is not None else None)
 
 
+class _GeneralFailureBurst(_Proxy):
+    def execute(self, *args, **kwargs):
+        from driver.hal.types import ErrorStatus
+
+        status, shapes, timing = self.inner.execute(*args, **kwargs)
+        if status == ErrorStatus.INVALID_ARGUMENT:
+            status = ErrorStatus.GENERAL_FAILURE
+        return status, shapes, timing
+
+
+class _GeneralFailureOnEveryPathPrepared(_GeneralFailurePrepared):
+    """GENERAL_FAILURE for an invalid request on the burst and fenced paths too."""
+
+    def configure_execution_burst(self, *args, **kwargs):
+        status, burst = self.inner.configure_execution_burst(*args, **kwargs)
+        return status, (_GeneralFailureBurst(burst) if burst is not None else None)
+
+    def execute_fenced(self, *args, **kwargs):
+        from driver.hal.types import ErrorStatus
+
+        status, fence, callback = self.inner.execute_fenced(*args, **kwargs)
+        if status == ErrorStatus.INVALID_ARGUMENT:
+            status = ErrorStatus.GENERAL_FAILURE
+        return status, fence, callback
+
+
+class _GeneralFailureOnEveryPathDevice(_Proxy):
+    def prepare_model(self, *args, **kwargs):
+        status, prepared = self.inner.prepare_model(*args, **kwargs)
+        wrapped = _GeneralFailureOnEveryPathPrepared(prepared) if prepared is not None else None
+        return status, wrapped
+
+
 def general_failure_1_2():
     from driver.registry import load_device
 
     return _GeneralFailureDevice(load_device("reference-1.2"))
+
+
+def general_failure_everywhere_1_2():
+    from driver.registry import load_device
+
+    return _GeneralFailureOnEveryPathDevice(load_device("reference-1.2"))
+
+
+def general_failure_everywhere_1_3():
+    from driver.registry import load_device
+
+    return _GeneralFailureOnEveryPathDevice(load_device("reference"))
 
 
 def general_failure_1_3():
@@ -509,6 +711,41 @@ def test_request_target_still_catches_a_wrong_status(monkeypatch, driver):
     assert violations
     for v in violations:
         assert "but the sync execution returned GENERAL_FAILURE" in v, v
+
+
+@pytest.mark.parametrize(
+    "driver, path",
+    [("general_failure_everywhere_1_2", "burst"), ("general_failure_everywhere_1_3", "fenced")],
+)
+def test_a_path_the_drivers_version_has_must_validate_the_request(monkeypatch, driver, path):
+    # GENERAL_FAILURE is the answer of a method that does not exist (bursts before 1.2,
+    # executeFenced before 1.3), not of one the driver's version has.
+    violations = _replay_request_corpus(monkeypatch, f"tests.test_fuzz_targets:{driver}")
+    assert any(f"but the {path} execution returned GENERAL_FAILURE" in v for v in violations)
+
+
+def test_request_selector_and_layout():
+    """selector bits 0-3: the fixture (modulo their number), bits 4-5: the path, bit 6:
+    measure timing, bit 7: a deadline already passed; then the REQUEST message, which
+    says its length, and the pool bytes (none is fine)."""
+    from driver import wire
+    from driver.hal.types import Request
+    from fuzz.targets.request import Selection, split_input
+
+    cases = [
+        (0x00, (0, "sync", False, False)),
+        (0x13, (3, "async", False, False)),
+        (0x2A, (2, "burst", False, False)),  # fixture 10 of 8
+        (0x40, (0, "sync", True, False)),
+        (0x80, (0, "sync", False, True)),
+        (0xF7, (7, "fenced", True, True)),
+    ]
+    for selector, (fixture, path, measure, past_deadline) in cases:
+        assert Selection.of(selector, 8) == Selection(fixture, path, measure, past_deadline)
+    message = wire.encode_request(Request()).data
+    assert split_input(b"\x05" + message) == (5, message, b"")
+    assert split_input(b"\x05" + message + b"pool") == (5, message, b"pool")
+    assert split_input(b"\x05" + message[:-1]) is None
 
 
 ISOLATED_SEEDS = 60
@@ -666,3 +903,251 @@ def test_a_driver_may_accept_what_android_checks_only_at_execution(monkeypatch, 
     missed = [v for v in violations if "(invalid model) returned NONE" in v]
     assert missed, violations[:3]
     assert all("the reference rejects it: main subgraph" in v for v in missed), missed[:3]
+
+
+# ---------------------------------------------------------------------------------------
+# What the targets hold a driver to
+# ---------------------------------------------------------------------------------------
+
+
+class _BreaksTheHal(_Proxy):
+    """A driver that answers a valid model wrongly, one way (``how``)."""
+
+    def __init__(self, inner, how: str):
+        super().__init__(inner)
+        self.how = how
+
+    def get_supported_operations(self, model):
+        status, flags = self.inner.get_supported_operations(model)
+        if self.how == "one flag too many":
+            return status, [*flags, True]
+        if self.how == "a bare 0 for NONE":
+            return int(status), flags
+        return status, flags
+
+    def prepare_model(self, model, *args, **kwargs):
+        from driver.hal.types import ErrorStatus
+
+        status, prepared = self.inner.prepare_model(model, *args, **kwargs)
+        if self.how == "NONE without a prepared model":
+            return status, None
+        if self.how == "GENERAL_FAILURE with a prepared model":
+            return ErrorStatus.GENERAL_FAILURE, prepared
+        return status, prepared
+
+
+def breaks_the_hal(how: str):
+    from driver.registry import load_device
+
+    return lambda: _BreaksTheHal(load_device("reference"), how)
+
+
+too_many_flags = breaks_the_hal("one flag too many")
+bare_zero_status = breaks_the_hal("a bare 0 for NONE")
+none_without_model = breaks_the_hal("NONE without a prepared model")
+failure_with_model = breaks_the_hal("GENERAL_FAILURE with a prepared model")
+
+
+@pytest.mark.parametrize(
+    "driver, report",
+    [
+        ("too_many_flags", "2 support flags for 1 operations"),
+        (
+            "bare_zero_status",
+            "get_supported_operations(valid model) returned 0, not an ErrorStatus",
+        ),
+        ("none_without_model", "prepare_model returned NONE with None"),
+        ("failure_with_model", "prepare_model returned GENERAL_FAILURE with <"),
+    ],
+)
+def test_the_model_target_reports_a_driver_that_answers_a_valid_model_wrongly(
+    monkeypatch, driver, report
+):
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", f"tests.test_fuzz_targets:{driver}")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    with pytest.raises(ContractViolation) as e:
+        load("model").test_one_input(_add_model((1, 2), (1, 2)))
+    assert report in str(e.value)
+
+
+def test_the_model_target_checks_that_the_reported_minimum_version_is_the_lowest():
+    from driver import wire
+    from driver.hal.types import HalVersion as V
+    from fuzz.harness import ContractViolation
+    from fuzz.targets import model as target
+
+    add = wire.decode_model(_add_model((1, 2), (1, 2)))  # a HAL 1.0 model
+    target._check_minimum_version(add, V.V1_0, V.V1_3)
+    with pytest.raises(ContractViolation, match="minimum version V1_2 but V1_1 accepts it"):
+        target._check_minimum_version(add, V.V1_2, V.V1_3)
+
+
+def test_the_reference_prepares_a_valid_model_unless_an_operation_is_unsupported():
+    from driver import wire
+    from driver.hal.types import ErrorStatus as S
+    from driver.registry import load_device
+    from fuzz.targets import model as target
+
+    add = wire.decode_model(_add_model((1, 2), (1, 2)))
+    reference, other = load_device("reference"), _Proxy(load_device("reference"))
+    cannot_prepare = {S.GENERAL_FAILURE, S.DEVICE_UNAVAILABLE}
+    cannot_prepare |= {S.RESOURCE_EXHAUSTED_TRANSIENT, S.RESOURCE_EXHAUSTED_PERSISTENT}
+    assert target._prepare_outcomes(reference, add, [True]) == {S.NONE}
+    assert target._prepare_outcomes(reference, add, [False]) == {S.GENERAL_FAILURE}
+    assert target._prepare_outcomes(other, add, [False]) == {S.NONE} | cannot_prepare
+
+
+class _FailsEveryExecution(_Proxy):
+    def prepare_model(self, *args, **kwargs):
+        status, prepared = self.inner.prepare_model(*args, **kwargs)
+        return status, (_FailsWhenRun() if prepared is not None else None)
+
+
+def fails_every_execution():
+    from driver.registry import load_device
+
+    return _FailsEveryExecution(load_device("reference"))
+
+
+def test_the_execute_target_reports_a_driver_that_fails_a_generated_model(monkeypatch):
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:fails_every_execution")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    module = load("execute")
+    violations = []
+    for data in _execute_corpus()[:40]:
+        try:
+            module.test_one_input(data)
+        except ContractViolation as e:
+            violations.append(str(e))
+    expected = "a generated model with its own inputs failed to execute: GENERAL_FAILURE"
+    assert any(expected in v for v in violations), violations[:3]
+
+
+@pytest.mark.parametrize("driver", ["reference-1.0", "reference-1.2"])
+def test_the_execute_target_gives_an_older_driver_models_it_can_express(monkeypatch, driver):
+    # A 1.2 driver given a 1.3 model (or a loop timeout) rightly refuses it: no finding.
+    from fuzz import harness
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", driver)
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    module = load("execute")
+    for data in _execute_corpus()[::3]:
+        module.test_one_input(data)
+
+
+class _ForgetfulBuffer(_Proxy):
+    """copy_to says NONE and writes nothing."""
+
+    def copy_to(self, dst):
+        from driver.hal.types import ErrorStatus
+
+        return ErrorStatus.NONE
+
+
+class _ForgetfulBuffers(_Proxy):
+    def allocate(self, *args, **kwargs):
+        status, buffer, token = self.inner.allocate(*args, **kwargs)
+        return status, (_ForgetfulBuffer(buffer) if buffer is not None else None), token
+
+
+def forgetful_buffers():
+    from driver.registry import load_device
+
+    return _ForgetfulBuffers(load_device("reference"))
+
+
+def test_the_memory_target_reports_a_buffer_that_loses_what_was_copied_in(monkeypatch):
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+    from fuzz.targets import request
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:forgetful_buffers")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    monkeypatch.setattr(request, "_PREPARED", {})
+    module = load("memory")
+    # copy_from copies non-zero bytes: from zeros, writing nothing gave "the same bytes".
+    for path in _inputs("memory"):
+        try:
+            module.test_one_input(path.read_bytes())
+        except ContractViolation as e:
+            assert str(e) == "copy_to did not give back the bytes of copy_from"
+            break
+    else:
+        raise AssertionError("no memory input caught the lost copy")
+
+
+def test_cache_inputs_count_model_files_then_data_files():
+    """flags bits 0-1: model-cache files, bits 2-3: data-cache files; each file a u32
+    length and its bytes (a length past the end takes what remains)."""
+    from fuzz.targets.cache import FORGED, TOKEN_SIZE, build, parse
+
+    token = bytes(range(TOKEN_SIZE))
+    for model_files, data_files in [([b"m"], []), ([], [b"d1", b"d2"]), ([b"a", b""], [b"xyz"])]:
+        data = build(FORGED, token, model_files, data_files)
+        flags = FORGED | len(model_files) | len(data_files) << 2
+        assert parse(data) == (flags, token, model_files, data_files)
+    cut = bytes([1]) + token + (100).to_bytes(4, "little") + b"short"
+    assert parse(cut) == (1, token, [b"short"], [])
+
+
+@pytest.mark.parametrize("error", ["CacheError", "IndexError"])
+def test_a_forged_cache_may_only_be_refused_with_a_cache_error(monkeypatch, error):
+    from driver import cache
+    from fuzz.targets.cache import FORGED, build
+
+    def decode_cache(*args, **kwargs):
+        raise getattr(cache, error, None) or IndexError("the parser read past its end")
+
+    monkeypatch.setattr(cache, "decode_cache", decode_cache)
+    data = build(FORGED, b"token", [b"model body"], [b"data body"])
+    if error == "CacheError":
+        load("cache").test_one_input(data)
+    else:
+        with pytest.raises(IndexError):
+            load("cache").test_one_input(data)
+
+
+class _RecordsHal13Arguments(_Proxy):
+    """A 1.2 driver whose prepared models record the deadline and loop timeout given."""
+
+    given: ClassVar[list[tuple]] = []
+
+    def prepare_model(self, *args, **kwargs):
+        status, prepared = self.inner.prepare_model(*args, **kwargs)
+        return status, (_RecordingPrepared(prepared) if prepared is not None else None)
+
+
+class _RecordingPrepared(_Proxy):
+    def execute_synchronously(self, request, measure, deadline, loop_timeout):
+        _RecordsHal13Arguments.given.append((deadline, loop_timeout))
+        return self.inner.execute_synchronously(request, measure, deadline, loop_timeout)
+
+
+def records_hal13_arguments():
+    from driver.registry import load_device
+
+    return _RecordsHal13Arguments(load_device("reference-1.2"))
+
+
+@pytest.mark.parametrize("target", ["request", "execute"])
+def test_an_older_driver_gets_no_deadline_nor_loop_timeout(monkeypatch, target):
+    # Deadlines and loop timeouts are HAL 1.3 arguments: the runtime sends a 1.2 driver
+    # neither, so its validation is reached.
+    from fuzz import harness
+    from fuzz.targets import request
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:records_hal13_arguments")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    monkeypatch.setattr(request, "_PREPARED", {})
+    monkeypatch.setattr(_RecordsHal13Arguments, "given", [])
+    module = load(target)
+    for path in _inputs(target)[::4]:
+        module.test_one_input(path.read_bytes())
+    assert _RecordsHal13Arguments.given
+    assert set(_RecordsHal13Arguments.given) == {(None, None)}

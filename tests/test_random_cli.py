@@ -88,6 +88,7 @@ USAGE_ERRORS = [
     (["random", "--ops", "201"], "argument --ops: must be <= 200, got 201"),
     (["random", "--dims", "100001"], "argument --dims: must be <= 100000, got 100001"),
     (["random", "--out", ""], "argument --out: an empty path names no directory"),
+    (["random", "--ops", "1", "--preset", "single"], "--ops makes a custom campaign"),
     # libFuzzer: --jobs forks that many fuzzers; --max-len sizes its buffers (a huge one
     # ran out of memory at once and reported it as a finding).
     (["fuzz", "model", "--jobs", "1000"], f"argument --jobs: must be <= {max_jobs()}, got 1000"),
@@ -119,6 +120,22 @@ def test_bad_option_value_is_a_usage_error(tmp_path, monkeypatch, capsys, argv, 
 )
 def test_duration_accepts_up_to_a_year(parse, text, value):
     assert parse(text) == value
+
+
+@pytest.mark.parametrize(
+    ("option", "text", "value"),
+    [
+        (["fuzz", "model", "--seed"], "4294967295", 4294967295),  # libFuzzer's largest
+        (["fuzz", "model", "--jobs"], str(max_jobs()), max_jobs()),
+        (["random", "--ops"], "200", 200),
+        (["generate", "--seed"], "0", 0),
+    ],
+)
+def test_an_integer_option_takes_its_bounds(option, text, value):
+    from fuzz.cli import build_parser
+
+    args = build_parser().parse_args([*option, text])
+    assert getattr(args, option[-1].lstrip("-")) == value
 
 
 def test_every_valid_rank_is_generated_and_accepted(capsys):

@@ -1067,6 +1067,41 @@ def test_cli_describes_every_kind(tmp_path, capsys):
     assert "... 1 more" in out  # --limit truncates long tables
 
 
+def test_cli_exits_4_when_validation_raises_instead_of_returning_a_status(
+    tmp_path, capsys, monkeypatch
+):
+    from driver import validation
+
+    def raising(*args, **kwargs):
+        raise ZeroDivisionError("in a validation hook")
+
+    monkeypatch.setattr(validation, "validate_model", raising)
+    path = tmp_path / "m.nnw"
+    path.write_bytes(wire.encode_model(EXAMPLES[0][1]).data)
+    assert _cli(str(path), "--validate") == 4
+    out = capsys.readouterr().out
+    assert "raised instead of returning a status (a bug)" in out and "ZeroDivisionError" in out
+
+
+def test_describe_lists_every_row_with_limit_0_and_shows_scalar_constants():
+    from fuzz.commands.wire import describe
+
+    values = struct.pack("<fi", 2.5, 7)  # the INT32 ends operandValues
+    operands = (
+        Operand(T.FLOAT32, lifetime=L.CONSTANT_COPY, location=DataLocation(0, 0, 4)),
+        Operand(T.INT32, lifetime=L.CONSTANT_COPY, location=DataLocation(0, 4, 4)),
+        Operand(T.INT32, lifetime=L.CONSTANT_COPY, location=DataLocation(0, 6, 4)),  # past it
+    )
+    model = Model(Subgraph(operands), operand_values=values)
+    lines = describe(model, limit=0)
+    rows = [line for line in lines if "CONSTANT_COPY" in line]
+    assert len(rows) == 3 and not any("more" in line for line in lines)
+    assert rows[0].endswith("values @0+4 = 2.5  consumers=0")
+    assert rows[1].endswith("values @4+4 = 7  consumers=0")
+    assert rows[2].endswith("values @6+4  consumers=0")
+    assert "    ... 2 more" in describe(model, limit=1)
+
+
 def test_cli_help_explains_the_command(capsys):
     with pytest.raises(SystemExit):
         _cli("--help")

@@ -53,6 +53,9 @@ STEPS = ("allocate", "copy_from", "copy_to", "execute", "free")
 FREQUENCIES = (1.0, 0.5, 1e-6, 0.0, -1.0, 1.5, float("nan"))
 
 _POOLS = SharedPools(count=3)
+_PATTERN = bytes(range(1, 256)) * (_POOLS.capacity // 255 + 2)
+"""Non-zero bytes that ``copy_from`` copies from (rotated per copy): from a pool of
+zeros, a ``copy_to`` that wrote nothing gave back "the same bytes"."""
 _COPY_OUTCOMES = frozenset(
     {ErrorStatus.NONE, ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE}
 )
@@ -80,6 +83,7 @@ class _Session:
         self.fixtures = [(m, p) for m, p in prepared_fixtures() if p is not None]
         self.live: list[_Live] = []
         self.freed: list[int] = []
+        self.copies = 0
 
     def draw(self, n: int) -> int:
         return self.src.draw(n)
@@ -144,6 +148,10 @@ class _Session:
         size = self._size(b.size)
         dims = b.dims if self.draw(3) else tuple(self.draw(4) for _ in range(self.draw(4)))
         src = self._pool(0, size)
+        # Each copy its own bytes, so a copy_to giving back an older copy's shows too.
+        self.copies += 1
+        start = self.copies % 255
+        _POOLS.handles[0].data[:] = _PATTERN[start : start + _POOLS.capacity]
         before = bytes(_POOLS.handles[0].data[:size]) if size <= _POOLS.capacity else None
         status = b.buffer.copy_from(src, dims)
         check_status(status, _COPY_OUTCOMES, "IBuffer::copyFrom", self.dev)
