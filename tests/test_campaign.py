@@ -371,7 +371,7 @@ def test_seed_and_shard_parsing():
     assert parse_seeds("5") == range(5, 6)
     assert parse_seeds("0:") is None
     assert parse_shard("1/4") == (1, 4)
-    for bad in ("7:3", "x"):
+    for bad in ("7:3", "3:3", "x"):  # no seed at all is a mistake, not an empty campaign
         with pytest.raises(ValueError):
             parse_seeds(bad)
     with pytest.raises(ValueError):

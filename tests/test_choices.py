@@ -214,3 +214,21 @@ def test_bulk_values_are_in_range():
     ints = bulk_integers(7, 10000, -3, 4)
     assert ints.min() == -3 and ints.max() == 4
     assert np.array_equal(bulk_integers(7, 50, 0, 9), bulk_integers(7, 50, 0, 9))
+
+
+def test_shuffle_reaches_every_order():
+    # Fisher-Yates draws j in [i, n): every item can land anywhere, so every order comes up.
+    orders = set()
+    for first in range(3):
+        for second in range(2):
+            items = ["a", "b", "c"]
+            ReplaySource([first, second]).shuffle(items)
+            orders.add("".join(items))
+    assert orders == {"abc", "acb", "bac", "bca", "cab", "cba"}
+
+
+def test_a_tiny_positive_probability_can_still_come_true():
+    # p is honoured to 1/1024, but a positive p never rounds to "never".
+    assert ReplaySource([1023]).boolean(1e-6) is True
+    assert ReplaySource([1022]).boolean(1e-6) is False
+    assert ReplaySource([0]).boolean(1 - 1e-6) is False  # nor a p below 1 to "always"

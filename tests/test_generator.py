@@ -567,6 +567,67 @@ def test_fresh_symmetric_weights_avoid_minus_128():
     assert signed.min() == -128
 
 
+FRESH_DOMAINS = [
+    # (type, domain, scale, zero point): fresh values lie in the domain, on its grid
+    (T.TENSOR_FLOAT32, "ROUNDING", 0.0, 0),  # FLOOR, CAST: -3.75, -3.25, ..., 3.75
+    (T.TENSOR_FLOAT16, "STABLE", 0.0, 0),
+    (T.TENSOR_FLOAT32, "POSITIVE", 0.0, 0),
+    (T.TENSOR_QUANT8_ASYMM, "POSITIVE", 0.1, 0),  # LOG, SQRT: nothing below 0.125
+    (T.TENSOR_QUANT8_ASYMM_SIGNED, "POSITIVE", 0.3, -100),
+    (T.TENSOR_QUANT8_ASYMM, "NONNEGATIVE", 0.7, 3),
+    (T.TENSOR_INT32, "NONZERO", 0.0, 0),  # DIV: a magnitude in the domain, either sign
+    (T.TENSOR_FLOAT32, "NONZERO", 0.0, 0),
+]
+
+
+@pytest.mark.parametrize(("type_code", "name", "scale", "zero_point"), FRESH_DOMAINS)
+def test_fresh_values_lie_in_their_domain(type_code, name, scale, zero_point):
+    from randomgraph.generator import values
+
+    domain = getattr(values, name)
+    stored, lo, hi = values.fresh_values(
+        PrngSource(3), type_code, (4000,), domain, scale, zero_point
+    )
+    real = stored.astype(np.float64)
+    if scale:
+        real = (real - zero_point) * scale
+    assert lo <= real.min() and real.max() <= hi  # the bounds rules propagate hold them
+    if domain.nonzero:
+        assert real.min() < 0 < real.max()
+        real = np.abs(real)
+    assert domain.lo <= real.min() and real.max() <= domain.hi, (real.min(), real.max())
+    if domain.grid:
+        steps = (real - domain.lo - domain.offset) / domain.grid
+        assert np.array_equal(steps, np.round(steps))
+        assert real.max() == domain.hi - domain.offset  # the top of the grid comes up
+
+
+def test_quantization_parameters_follow_nnapi():
+    from driver.hal.types import QUANT_RANGE
+    from randomgraph.generator.values import quant_params
+
+    for seed in range(50):
+        for type_code, (qlo, qhi) in QUANT_RANGE.items():
+            scale, zero_point = quant_params(PrngSource(seed), type_code)
+            assert 0.1 <= scale < 2.0
+            if type_code in (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM):
+                assert zero_point == 0, type_code
+            else:
+                assert qlo <= zero_point <= qhi
+
+
+def test_relaxed_float32_inputs_accept_only_float16_sized_producers():
+    # A relaxed model may compute in float16: one more operation's growth from 1e3 fits
+    # below 65504, from 1e6 it does not.
+    from randomgraph.generator.values import DEFAULT
+
+    g = _opgen()
+    assert g.accepts(_tensor(-1.0, 2e3), DEFAULT)
+    g.relaxed = True
+    assert not g.accepts(_tensor(-1.0, 2e3), DEFAULT)
+    assert g.accepts(_tensor(-1.0, 1e3), DEFAULT)
+
+
 def test_control_flow_subgraphs_hold_no_sampling_operation():
     """A RANDOM_MULTINOMIAL's samples are compared as class frequencies only when the
     main graph writes them (randomgraph.criteria.SAMPLING_OPERATIONS)."""
@@ -594,6 +655,15 @@ def test_coverage_names_what_was_not_generated():
     assert rows["CONV_2D"].endswith("NOT GENERATED")
     assert "NOT GENERATED" not in rows["ADD"]
     assert "1/102 operations" in cov.table()
+    # The pairs are those the seed sweep walks (IF and WHILE once each): only ADD's count
+    # as generated.
+    from randomgraph.generator.core import Generator
+
+    summary = cov.summary()
+    pairs = Generator(resolve_config("single"), PrngSource(0)).operation_pairs()
+    assert summary["data_type_pairs_total"] == len(pairs) == 398
+    assert summary["data_type_pairs_generated"] == len(generated)
+    assert Coverage().summary()["data_type_pairs_generated"] == 0
 
 
 def test_every_result_no_operation_reads_is_a_model_output():

@@ -372,3 +372,191 @@ def test_the_report_of_a_resumed_campaign_matches_its_journal(tmp_path):
     html = undated(summary.report)
     write_reports(tmp_path)
     assert undated(summary.report) == html
+
+
+# ---------------------------------------------------------------------------------------
+# What the journal's state says: copies, bugs, outcomes, the timeline
+# ---------------------------------------------------------------------------------------
+
+MINIMIZED = ["wrong-result", "ADD+MUL", "TENSOR_FLOAT32", "ADD"]
+
+
+def _failure_state() -> CampaignState:
+    """F001 minimized to an ADD and a MUL in float32; F002 minimized to the same bug."""
+    state = CampaignState()
+    for fid in ("F001", "F002"):
+        pre_key = ["wrong-result", f"ADD+MUL+SUB{fid}", "TENSOR_FLOAT32", "ADD"]
+        state.apply(
+            {
+                "kind": "failure",
+                **dict(id=fid, test=f"g#{fid}", name=fid, group="g", outcome="wrong-result"),
+                **dict(signature="S", detail="", pre_key=pre_key, spec=f"failures/{fid}.mod.py"),
+            }
+        )
+    state.apply({"kind": "minimized", "id": "F001", "status": "minimized", "key": MINIMIZED})
+    state.apply({"kind": "minimized", "id": "F002", "key": MINIMIZED, "duplicate_of": "F001"})
+    return state
+
+
+COPIES = [
+    # (key, outcome, signature, operations of the new failing test, the known failure)
+    (MINIMIZED, "wrong-result", "S", {"ADD", "MUL"}, "F001"),
+    (
+        ["wrong-result", "ADD+MUL+SUBF002", "TENSOR_FLOAT32", "ADD"],
+        "wrong-result",
+        "S",
+        {"ADD"},
+        "F001",
+    ),
+    # Another key: a copy only if it holds the whole minimized graph, failing the same way.
+    (
+        ["wrong-result", "ADD+MUL+SUB", "TENSOR_FLOAT32", "ADD"],
+        "wrong-result",
+        "S",
+        {"ADD", "MUL", "SUB"},
+        "F001",
+    ),
+    (
+        ["wrong-result", "ADD+SUB", "TENSOR_FLOAT32", "ADD"],
+        "wrong-result",
+        "S",
+        {"ADD", "SUB"},
+        None,
+    ),
+    (["wrong-result", "ADD", "TENSOR_FLOAT32", "ADD"], "wrong-result", "S", {"ADD"}, None),
+    (
+        ["wrong-result", "ADD+MUL+SUB", "TENSOR_FLOAT16", "ADD"],
+        "wrong-result",
+        "S",
+        {"ADD", "MUL", "SUB"},
+        None,
+    ),
+    (
+        ["wrong-result", "ADD+MUL+SUB", "TENSOR_FLOAT32", "ADD"],
+        "wrong-result",
+        "T",
+        {"ADD", "MUL", "SUB"},
+        None,
+    ),
+    (["crash", "ADD+MUL+SUB", "TENSOR_FLOAT32", "-"], "crash", "S", {"ADD", "MUL", "SUB"}, None),
+]
+
+
+@pytest.mark.parametrize(("key", "outcome", "signature", "ops", "known"), COPIES)
+def test_a_failing_test_is_a_copy_of_the_bug_it_contains(key, outcome, signature, ops, known):
+    found = _failure_state().copy_of(key, outcome, signature, ops)
+    assert (found.id if found else None) == known
+
+
+def test_a_bug_counts_the_copies_of_every_failure_that_is_the_same_bug():
+    state = _failure_state()
+    groups = ["g"]
+    for n, copy_of in enumerate(["F001", "F002", "F002", "F002"]):
+        state.apply({**_test_record(groups, n, "wrong-result"), "copy_of": copy_of})
+    (bug,) = state.bugs()
+    assert (bug.id, bug.copies) == ("F001", 1 + 1 + 1 + 3)
+
+
+def test_a_campaign_of_skipped_tests_has_not_failed_and_they_get_no_coverage_cell():
+    from randomgraph.report import svg_coverage
+
+    state = CampaignState()
+    groups = ["g"]
+    skipped = {**_test_record(groups, 0, "skipped"), "ops": [], "cov": []}
+    state.apply(skipped)
+    assert not state.failed and state.outcome_counts() == {"skipped": 1}
+    assert svg_coverage(state) == "<p>No tests yet.</p>"  # no "(none)" row
+    state.apply({**_test_record(groups, 1, "pass"), "ops": [["ADD", "TENSOR_FLOAT32"]]})
+    state.apply({**_test_record(groups, 2, "crash"), "ops": [["MUL", "TENSOR_FLOAT32"]]})
+    assert state.failed
+    svg = svg_coverage(state)
+    assert "(none)" not in svg
+    cells = {
+        title: fill for fill, title in re.findall(r"fill='(#[0-9a-f]{6})'><title>([^<]*)<", svg)
+    }
+    assert cells["MUL / TENSOR_FLOAT32: 1 tests, 1 failed"] == "#e53935"  # red: it failed
+    assert cells["ADD / TENSOR_FLOAT32: 1 tests"] != "#e53935"
+
+
+def test_the_timeline_never_goes_back_and_keeps_each_outcomes_count():
+    timeline = Timeline()
+    for elapsed in (5.0, 3.0):  # journal order is time order, whatever the clock says
+        timeline.add("pass", elapsed)
+    assert timeline.series["pass"] == [(0.0, 0), (5.0, 1), (5.0, 2)]
+    # Thinned past MAX_POINTS, a series still ends at the outcome's count (the legend's).
+    last_points = []
+    for k in range(3 * Timeline.MAX_POINTS):
+        timeline.add("pass", 6.0 + k)
+        last_points.append(timeline.series["pass"][-1])
+    assert last_points == [(6.0 + k, 3 + k) for k in range(3 * Timeline.MAX_POINTS)]
+    assert len(timeline.series["pass"]) <= Timeline.MAX_POINTS
+
+
+def test_the_summary_counts_distinct_bugs_and_replays_the_minimized_spec():
+    from randomgraph.report import render_markdown
+
+    state = _failure_state()
+    state.apply({**_test_record(["g"], 0, "wrong-result"), "copy_of": "F001"})
+    state.apply(_test_record(["g"], 1, "pass"))
+    state.failures["F001"].minimized = "failures/F001_min.mod.py"
+    md = render_markdown(state, "planted-x", out="c")
+    assert "2 tests, 1 failed, 1 distinct failures" in md
+    assert "- replay: `nnfuzz replay c/failures/F001_min.mod.py --driver planted-x`" in md
+
+
+REPLAYS = [
+    # (outcome, driver, the replay command of failures/x.mod.py)
+    ("wrong-result", "planted-x", "nnfuzz replay failures/x.mod.py --driver planted-x"),
+    ("crash", "planted-x", "nnfuzz replay failures/x.mod.py --driver planted-x@isolated:timeout=5"),
+    (
+        "hang",
+        "d@isolated:timeout=2",
+        "nnfuzz replay failures/x.mod.py --driver d@isolated:timeout=2",
+    ),
+    (
+        "inconsistent",
+        "planted-x",
+        "nnfuzz minimize failures/x.mod.py --driver planted-x --check --metamorphic",
+    ),
+    ("reference-error", "planted-x", "nnfuzz replay failures/x.mod.py --driver reference"),
+]
+
+
+@pytest.mark.parametrize(("outcome", "driver", "command"), REPLAYS)
+def test_each_outcome_replays_with_its_own_command(outcome, driver, command):
+    assert campaign.replay_command("failures/x.mod.py", driver, outcome, 5.0) == command
+
+
+def test_the_regenerate_command_names_the_group_and_exactly_its_seed():
+    group = campaign.Group(
+        "single/ADD", 1, 1000, ("ADD",), ("TENSOR_FLOAT32",), (2,), ("V1_2",), "strict"
+    )
+    assert campaign.regenerate_command(group, 7) == (
+        "nnfuzz random --ops 1 --dims 1000 --op ADD --type TENSOR_FLOAT32 --rank 2 "
+        "--version V1_2 --criteria strict --seeds 7:8"
+    )
+
+
+def test_a_test_records_its_distinct_pairs_and_an_impossible_one_is_skipped(tmp_path):
+    worker = campaign.CampaignWorker(CampaignSettings(groups=[], out=tmp_path, golden="float32"))
+    adds = campaign.Group("adds", 4, 10, ("ADD",), ("TENSOR_FLOAT32",))
+    record = next(r for r in (worker.run_test(adds, seed) for seed in range(5)) if r.n_ops >= 2)
+    assert record.outcome == "pass" and record.ops == [["ADD", "TENSOR_FLOAT32"]]
+    assert worker.checker.options.golden == "float32"  # the campaign's golden mode
+    # The rounding preset's groups hold their operations to the exact reference.
+    (rounding,) = preset_groups(
+        "rounding",
+        campaign.Filters(operations=("ADD",), data_types=("TENSOR_QUANT8_ASYMM",)),
+    )
+    assert worker.run_test(rounding, 0).outcome == "pass"
+    assert worker.checker.options.golden == "exact"
+    # CONV_2D has no rank-1 input: the generator cannot make it, no driver is at fault.
+    impossible = campaign.Group("conv", 1, 10, ("CONV_2D",), None, (1,))
+    record = worker.run_test(impossible, 0)
+    assert record.outcome == "skipped" and record.detail.startswith("generator: ")
+
+
+def test_minutes_stop_the_tests(tmp_path):
+    groups = preset_groups("custom", campaign.Filters(operations=("ADD",)), num_ops=1)
+    s = CampaignSettings(groups=groups, out=tmp_path, seeds=range(3), minutes=1e-9)
+    assert run_campaign(s, report=False).ran == 0

@@ -43,6 +43,7 @@ from hypothesis import strategies as st
 
 from driver.builder import build_request
 from driver.hal.types import (
+    QUANT_RANGE,
     BufferToken,
     DataLocation,
     ErrorStatus,
@@ -60,6 +61,7 @@ from driver.hal.types import (
     SymmPerChannelQuantParams,
 )
 from driver.hal.types import OperandType as T
+from driver.hal.types import OperationType as O
 from driver.memory import BytesHandle
 from driver.validation import (
     operation_versions,
@@ -71,10 +73,16 @@ from driver.validation import (
 from randomgraph.mutations import (
     FAMILIES,
     INVALID_OPERAND_TYPES,
+    INVALID_OPERATION_TYPES,
+    add_operation_input_skip,
+    count_consumers,
+    invalid_zero_points,
     model_mutations,
     mutate_execution_order,
     mutate_operand_type,
     mutate_remove_writer,
+    remove_operation_input_skip,
+    request_mutations,
     with_main,
     with_operand,
     with_operation,
@@ -508,3 +516,124 @@ def test_corruption_strategies_reach_deep_rules():
     ):
         with pytest.raises(HalError, match=rule):
             validate_model(bad)
+
+
+# ---------------------------------------------------------------------------------------
+# The families break exactly what they name, with VTS's skips and values
+# ---------------------------------------------------------------------------------------
+
+DELIBERATELY_OUT_OF_RANGE = {"operation input index", "operation output index"}
+
+
+def test_each_mutation_breaks_only_what_its_family_names():
+    """Indexes stay in range (we renumber after removing an operand, unlike VTS) and every
+    consumer count stays right (an added output has none, unlike VTS), but in the family
+    that breaks the consumer counts: a model is then invalid for the mutation itself."""
+    checked = set()
+    for name, model in spliced_models():
+        for family, mutate in FAMILIES.items():
+            if family in DELIBERATELY_OUT_OF_RANGE or family == "number of consumers":
+                continue
+            for what, mutated, *_ in mutate(model):
+                main = mutated.main
+                indexes = [i for op in main.operations for i in (*op.inputs, *op.outputs)]
+                indexes += [*main.input_indexes, *main.output_indexes]
+                assert all(0 <= i < len(main.operands) for i in indexes), (name, what)
+                declared = [o.number_of_consumers for o in main.operands]
+                assert declared == count_consumers(main), (name, what)
+                checked.add(family)
+    assert {"remove an operand", "add an operation output", "add a writer"} <= checked
+
+
+SKIPS = [
+    # (operation, number of inputs, input position, VTS removeOperationInputSkip)
+    (O.CONCATENATION, 2, 0, False),  # the only tensor
+    (O.CONCATENATION, 2, 1, False),  # the axis
+    (O.CONCATENATION, 3, 0, True),  # one of several tensors
+    (O.CONCATENATION, 3, 2, False),
+    (O.CONV_2D, 11, 10, True),  # the trailing layout
+    (O.CONV_2D, 10, 9, False),
+    (O.RESIZE_BILINEAR, 4, 3, True),
+    (O.RESIZE_NEAREST_NEIGHBOR, 4, 3, False),
+    (O.RESIZE_NEAREST_NEIGHBOR, 5, 3, True),
+    (O.SOFTMAX, 3, 2, True),
+    (O.SOFTMAX, 3, 1, False),
+]
+
+
+@pytest.mark.parametrize(("op", "n", "j", "skipped"), SKIPS)
+def test_removing_an_input_skips_what_vts_skips(op, n, j, skipped):
+    operation = Operation(op, tuple(range(n)), (n,))
+    assert remove_operation_input_skip(operation, j) is skipped
+
+
+@pytest.mark.parametrize(
+    ("op", "n", "skipped"),
+    [
+        (O.RESIZE_BILINEAR, 3, True),
+        (O.RESIZE_BILINEAR, 5, True),
+        (O.RESIZE_BILINEAR, 6, False),  # all six inputs: a seventh is invalid
+        (O.RESIZE_NEAREST_NEIGHBOR, 6, False),
+        (O.SOFTMAX, 2, True),  # an optional axis
+        (O.SOFTMAX, 3, False),
+        (O.ADD, 3, False),
+    ],
+)
+def test_adding_an_input_skips_what_vts_skips(op, n, skipped):
+    assert add_operation_input_skip(Operation(op, tuple(range(n)), (n,))) is skipped
+
+
+def test_invalid_codes_sit_just_past_each_valid_range():
+    fundamental = [t for t in T if t < T.OEM]
+    assert INVALID_OPERAND_TYPES[:4] == (
+        min(fundamental) - 1,
+        max(fundamental) + 1,
+        T.OEM - 1,
+        T.TENSOR_OEM_BYTE + 1,
+    )
+    standard = [o for o in O if o != O.OEM_OPERATION]
+    assert (
+        max(standard) + 1,
+        O.OEM_OPERATION - 1,
+        O.OEM_OPERATION + 1,
+    ) == INVALID_OPERATION_TYPES
+    # VTS's invalid zero points: just outside an asymmetric type's range; for a symmetric
+    # one, anything but 0 (and its range's ends).
+    for t in (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT16_ASYMM):
+        lo, hi = QUANT_RANGE[t]
+        assert invalid_zero_points(t) == (lo - 1, hi + 1), t
+    assert invalid_zero_points(T.TENSOR_QUANT8_SYMM) == (-128, -1, 1, 128)
+    assert invalid_zero_points(T.TENSOR_QUANT16_SYMM) == (-32769, -1, 1, 32768)
+    assert invalid_zero_points(T.TENSOR_FLOAT32) == (1,)
+    assert invalid_zero_points(T.OEM) == ()
+
+
+def test_every_request_mutation_is_invalid_argument():
+    """Wrong dimensions and locations outside their pool too (the conformance suite's
+    request mutations), on the paths that take outputs of unspecified dims and not."""
+    failures = []
+    kinds = dict.fromkeys(REQUEST_MUTATION_KINDS, 0)
+    for name, model, request, _ in request_cases()[::4]:
+        for what, bad in request_mutations(model, request):
+            for kind in kinds:
+                kinds[kind] += kind in what
+            for allow in (False, True):
+                try:
+                    validate_request(model, bad, V.V1_3, allow_unspecified_output=allow)
+                    failures.append(f"{name}: {what}: accepted")
+                except HalError as e:
+                    if e.status != ErrorStatus.INVALID_ARGUMENT:
+                        failures.append(f"{name}: {what}: {e}")
+    assert not failures, "\n".join(failures[:25])
+    assert all(kinds.values()), kinds
+
+
+REQUEST_MUTATION_KINDS = (
+    "removed",
+    "given rank",
+    "dimension",
+    "(a scalar) given dimensions",
+    "offset",
+    "runs past pool",
+    "pool index",
+)
