@@ -1168,7 +1168,7 @@ BROKEN_QOS_RULES = [
         "burst_misreports_invalid",
         "validation:test_request_mutation_is_rejected_on_every_path",
         lambda case: {"data": Draws(_invalid_request(case))},
-        "burst: GENERAL_FAILURE, expected INVALID_ARGUMENT",
+        "burst, <request: input 0 removed>: GENERAL_FAILURE, expected INVALID_ARGUMENT",
     ),
 ]
 
