@@ -231,7 +231,8 @@ def assert_failed_cleanly(execution: Execution, status: ErrorStatus, what: str) 
     status of an asynchronous path agrees when it is not NONE; the fence of a fenced
     execution signals an error."""
     assert execution.status == status, (
-        f"{what}: {execution.describe()}, expected {status_name(status)}"
+        f"{what}: {execution.describe(with_path=not what.startswith(execution.path))}, "
+        f"expected {status_name(status)}"
     )
     if execution.launch_status is not None:
         assert execution.launch_status in (ErrorStatus.NONE, status), (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -359,6 +360,57 @@ def refusing_qos() -> ReportingDevice:
             None if deadline is None else ErrorStatus.MISSED_DEADLINE_PERSISTENT
         )
     )
+
+
+def _passed(deadline) -> bool:
+    return deadline is not None and time.monotonic_ns() > deadline
+
+
+class _TransientDeadlines(ReportingDevice):
+    """Says MISSED_DEADLINE_TRANSIENT for a deadline already passed (it stays passed:
+    MISSED_DEADLINE_PERSISTENT), preparing and executing."""
+
+    def prepare_model(self, model, preference=1, priority=Priority.MEDIUM, deadline=None, *args, **kwargs):  # fmt: skip
+        if _passed(deadline):
+            return ErrorStatus.MISSED_DEADLINE_TRANSIENT, None
+        return super().prepare_model(model, preference, priority, deadline, *args, **kwargs)
+
+
+def transient_deadlines() -> ReportingDevice:
+    return _TransientDeadlines(
+        refuse=lambda request, deadline: (
+            ErrorStatus.MISSED_DEADLINE_TRANSIENT if _passed(deadline) else None
+        )
+    )
+
+
+def _all_sufficient(model, measure, status, shapes, timing):
+    return status, [OutputShape(s.dimensions, True) for s in shapes], timing
+
+
+def short_outputs_sufficient() -> ReportingDevice:
+    """Reports the output that is too small (OUTPUT_INSUFFICIENT_SIZE) as sufficient."""
+    return ReportingDevice(rewrite=_all_sufficient)
+
+
+def _invalid_as_general_failure(model, measure, status, shapes, timing):
+    wrong = ErrorStatus.GENERAL_FAILURE if status == ErrorStatus.INVALID_ARGUMENT else status
+    return wrong, shapes, timing
+
+
+class _BurstMisreportsInvalid(_Reporting):
+    def configure_execution_burst(self):
+        status, burst = self.inner.configure_execution_burst()
+        if burst is None:
+            return status, None
+        misreporting = _Reporting(self.inner, _never, _invalid_as_general_failure)
+        return status, _ReportingBurst(misreporting, burst)
+
+
+def burst_misreports_invalid() -> ReportingDevice:
+    """Bursts (the last path) answer an invalid request with GENERAL_FAILURE; the other
+    paths rightly say INVALID_ARGUMENT."""
+    return ReportingDevice(prepared=_BurstMisreportsInvalid)
 
 
 def _more_than_two_pools(status):

@@ -131,6 +131,9 @@ def test_planted_bug_fails_its_property_with_a_shrunk_example(
     assert shows_shrunk_example(text, prop), text
     assert shows in text, text
     if bug in ("rounding", "activation"):
+        # The report says where the shrunk model went and how to replay it.
+        (spec,) = saved.glob("*.mod.py")
+        assert f"replay: nnfuzz replay {spec} --driver planted-{bug}" in text, text
         check_saved_failure_replays(pytester, saved, f"planted-{bug}")
 
 
@@ -523,6 +526,7 @@ TIMING_RULES = [
     ("measured, none given", YES, ErrorStatus.NONE, NO_TIMING, None, None),
     ("measured, device unknown", YES, ErrorStatus.NONE, Timing(UINT64_MAX, 3), None, None),
     ("device > driver", YES, ErrorStatus.NONE, Timing(500, 5), None, "time in driver 5 us"),
+    ("driver = device", YES, ErrorStatus.NONE, Timing(7, 7), None, None),
     ("failed, given", YES, ErrorStatus.GENERAL_FAILURE, Timing(5, 10), None, "on failure"),
     ("negative", YES, ErrorStatus.NONE, Timing(-1, 10), None, "not a uint64"),
     ("fenced within launched", YES, ErrorStatus.NONE, Timing(5, 8), Timing(5, 10), None),
@@ -582,6 +586,11 @@ QUERY_ANSWERS = [
     ("byte size", {"getSupportedExtensions": [_extension("a.b", (1, 0))]}, "byte size 0"),
     ("type twice", {"getSupportedExtensions": [_extension("a.b", (1, 4), (1, 4))]}, "twice"),
     ("cache files", {"getNumberOfCacheFilesNeeded": (33, 0)}, "33 model cache files"),
+    ("32 cache files", {"getNumberOfCacheFilesNeeded": (32, 32)}, None),  # the maximum
+    ("zero", {"getCapabilities": _performance((0, 0.0, 1))}, "exec_time is 0.0"),
+    ("above FLT_MAX", {"getCapabilities": _performance((0, 1, 1e39))}, "power_usage is 1e+39"),
+    ("type 65535", {"getSupportedExtensions": [_extension("a.b", (0xFFFF, 4))]}, None),
+    ("type 65536", {"getSupportedExtensions": [_extension("a.b", (0x10000, 4))]}, "65536"),
 ]
 
 
@@ -802,3 +811,383 @@ def test_a_failed_execution_names_its_path_once(what, message):
     with pytest.raises(AssertionError) as failure:
         assert_ok(execution, what)
     assert str(failure.value).startswith(message), str(failure.value)
+
+
+# ---------------------------------------------------------------------------------------
+# Budgets, profiles and the properties' settings
+# ---------------------------------------------------------------------------------------
+
+
+def test_the_budget_defaults_to_ci_under_ci(monkeypatch):
+    from nnfuzz_pytest.budget import default_budget
+
+    monkeypatch.setenv("CI", "true")
+    assert default_budget() == "ci"
+    monkeypatch.delenv("CI")
+    assert default_budget() == "quick"
+
+
+def test_profiles_ci_deterministic_nightly_in_its_database(tmp_path):
+    from hypothesis import settings
+
+    from nnfuzz_pytest.budget import BUDGETS, register_profiles
+
+    try:
+        register_profiles(str(tmp_path / "db"))
+        ci = settings.get_profile("nnfuzz-ci")
+        assert ci.derandomize and ci.database is None
+        assert Path(settings.get_profile("nnfuzz-nightly").database.path) == tmp_path / "db"
+    finally:
+        register_profiles()
+    # A property of a small weight still runs (Hypothesis would not at max_examples 0).
+    assert BUDGETS["quick"].examples_for(0.01) == 1
+
+
+def test_a_property_whose_every_example_is_rejected_skips(active_session):
+    """Every example rejected before it ran (a driver that supports none of the cases):
+    a skip saying why, and no example counted as run."""
+    from hypothesis import assume
+    from hypothesis import strategies as st
+
+    from nnfuzz_pytest.session import current, nn_property
+
+    active_session("reference")
+
+    @nn_property(case=st.just(_add_case((2,))))
+    def test_never_applies(case):
+        assume(False)
+
+    with pytest.raises(pytest.skip.Exception, match="nothing to test"):
+        test_never_applies()
+    assert current().runs["test_never_applies"] == 0
+
+
+def test_stress_properties_run_the_budgets_models_unshrunk(active_session):
+    from hypothesis import Phase
+
+    from nnfuzz_pytest.budget import BUDGETS
+
+    active_session("reference")
+    from nnfuzz_pytest.conformance import stress
+
+    assert BUDGETS["quick"].stress_models != BUDGETS["quick"].examples
+    for prop in (stress.test_stress_long_run, stress.test_stress_concurrent_executions):
+        used = prop._hypothesis_internal_use_settings
+        assert used.max_examples == BUDGETS["quick"].stress_models
+        assert Phase.shrink not in used.phases and Phase.generate in used.phases
+
+
+# ---------------------------------------------------------------------------------------
+# What each HAL version is asked: paths, timing, queries, out-of-resources statuses
+# ---------------------------------------------------------------------------------------
+
+V = HalVersion
+VERSION_FACTS = [
+    # (version, execution paths, measured by default, device queries beyond capabilities)
+    (V.V1_0, ("async",), NO, False),
+    (V.V1_1, ("async",), NO, False),
+    (V.V1_2, ("sync", "async", "burst"), YES, True),
+    (V.V1_3, ("sync", "async", "fenced", "burst"), YES, True),
+]
+
+
+def drawable_measures(driver) -> set[MeasureTiming]:
+    from hypothesis import find, settings
+    from hypothesis.errors import NoSuchExample
+
+    from nnfuzz_pytest.session import execution_options
+
+    found = set()
+    for measure in (YES, NO):
+        try:
+            find(
+                execution_options(driver),
+                lambda options, m=measure: options["measure"] == m,
+                settings=settings(max_examples=20, derandomize=True, database=None),
+            )
+        except NoSuchExample:
+            continue
+        found.add(measure)
+    return found
+
+
+@pytest.mark.parametrize(
+    "version, paths, measure, queries", VERSION_FACTS, ids=[v[0].label for v in VERSION_FACTS]
+)
+def test_what_a_driver_of_each_version_is_asked(version, paths, measure, queries):
+    from driver.registry import load_device
+    from nnfuzz_pytest.checks import query_answers
+    from nnfuzz_pytest.conformance.stress import out_of_resources_statuses
+    from nnfuzz_pytest.harness import DriverUnderTest
+
+    spec = f"reference-{version.label}"
+    driver = DriverUnderTest(lambda: load_device(spec), name=spec, timeout=10)
+    assert driver.paths == paths
+    assert driver.measure == measure  # the default
+    # The properties' execution options: timing measured or not from 1.2, else not.
+    assert drawable_measures(driver) == ({YES, NO} if measure == YES else {NO})
+    extra = {"getVersionString", "getType", "getSupportedExtensions"}
+    extra.add("getNumberOfCacheFilesNeeded")
+    assert set(query_answers(driver)) == {"getCapabilities"} | (extra if queries else set())
+    exhausted = out_of_resources_statuses(version)
+    if version >= V.V1_3:
+        assert ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT in exhausted
+        assert ErrorStatus.GENERAL_FAILURE not in exhausted
+    else:
+        assert exhausted == (ErrorStatus.GENERAL_FAILURE,)
+
+
+def test_one_operation_is_judged_by_its_own_criteria_a_graph_by_its_size():
+    from nnfuzz_pytest.checks import criteria_for
+
+    def chain(n: int, op=O.ADD, t=T.TENSOR_FLOAT32):
+        b = ModelBuilder()
+        q = {"scale": 0.5, "zero_point": 3} if t == T.TENSOR_QUANT8_ASYMM else {}
+        x = b.add_input(t, (2,), **q)
+        for k in range(n):
+            y = b.add_output(t, (2,), **q) if k == n - 1 else b.add_operand(t, (2,), **q)
+            b.add_operation(op, [x, x, b.add_scalar(T.INT32, 0)], [y])
+            x = y
+        return b.build()
+
+    assert criteria_for(chain(1, t=T.TENSOR_QUANT8_ASYMM)).name == "strict"  # exact arithmetic
+    assert criteria_for(chain(1, O.DIV)).name == "relaxed"
+    assert criteria_for(chain(10)).name == "small_graph"
+    assert criteria_for(chain(11)).name == "large_graph"
+
+
+# ---------------------------------------------------------------------------------------
+# The success and failure rules, one by one
+# ---------------------------------------------------------------------------------------
+
+INVALID, GENERAL, NONE = (
+    ErrorStatus.INVALID_ARGUMENT,
+    ErrorStatus.GENERAL_FAILURE,
+    ErrorStatus.NONE,
+)
+FAILURE_RULES = [
+    # (case, path, status, launch status, fence status, shapes, timing, error or None),
+    # the expected status being INVALID_ARGUMENT
+    ("clean", "sync", INVALID, None, None, [], NO_TIMING, None),
+    ("async, launched then failed", "async", INVALID, NONE, None, [], NO_TIMING, None),
+    ("fenced, fence failed", "fenced", INVALID, NONE, GENERAL, [], NO_TIMING, None),
+    # The path named once (it was "sync: sync: GENERAL_FAILURE, ...").
+    ("another status", "sync", GENERAL, None, None, [], NO_TIMING, "^sync: GENERAL_FAILURE, exp"),
+    ("launch disagrees", "async", INVALID, GENERAL, None, [], NO_TIMING, "launch returned"),
+    ("shapes", "sync", INVALID, None, None, [(2,)], NO_TIMING, "output shapes"),
+    ("timing", "sync", INVALID, None, None, [], Timing(5, 10), "reported on failure"),
+    ("fence succeeded", "fenced", INVALID, NONE, NONE, [], NO_TIMING, "signalled success"),
+]
+
+
+@pytest.mark.parametrize(
+    "path, status, launch, fence, shapes, timing, error",
+    [r[1:] for r in FAILURE_RULES],
+    ids=[r[0] for r in FAILURE_RULES],
+)
+def test_failure_rules(path, status, launch, fence, shapes, timing, error):
+    from driver.hal.types import OutputShape
+    from nnfuzz_pytest.checks import assert_failed_cleanly
+    from nnfuzz_pytest.harness import Execution
+
+    execution = Execution(
+        path,
+        status,
+        [OutputShape(dims, False) for dims in shapes],
+        timing,
+        launch_status=launch,
+        fence_status=fence,
+    )
+    if error is None:
+        assert_failed_cleanly(execution, INVALID, path)
+    else:
+        with pytest.raises(AssertionError, match=error):
+            assert_failed_cleanly(execution, INVALID, path)
+
+
+SUCCESS_RULES = [
+    # (case, path, shapes reported (dims, sufficient), fence status, error or None)
+    ("shape reported", "sync", [((2,), True)], None, None),
+    ("insufficient", "sync", [((2,), False)], None, "output 0 reported insufficient on success"),
+    ("fence signalled", "fenced", [], NONE, None),
+    ("fence failed", "fenced", [], GENERAL, "its fence signalled GENERAL_FAILURE"),
+]
+
+
+@pytest.mark.parametrize(
+    "path, shapes, fence, error", [r[1:] for r in SUCCESS_RULES], ids=[r[0] for r in SUCCESS_RULES]
+)
+def test_success_rules(path, shapes, fence, error):
+    from driver.hal.types import OutputShape
+    from nnfuzz_pytest.checks import assert_ok
+    from nnfuzz_pytest.harness import Execution
+
+    execution = Execution(
+        path,
+        NONE,
+        [OutputShape(dims, ok) for dims, ok in shapes],
+        NO_TIMING,
+        outputs=[np.float32([4, 6])],
+        launch_status=NONE if path == "fenced" else None,
+        fence_status=fence,
+        declared_dims=None if path == "fenced" else [(2,)],
+    )
+    if error is None:
+        assert assert_ok(execution, path)[0].tolist() == [4, 6]
+    else:
+        with pytest.raises(AssertionError, match=error):
+            assert_ok(execution, path)
+
+
+def test_unspecified_outputs_must_be_refused_by_the_fenced_launch():
+    """executeFenced refuses a request leaving output dims unspecified at launch; a
+    driver that launches it and fails it on its fence breaks the rule."""
+    from nnfuzz_pytest.checks import execute_valid
+    from nnfuzz_pytest.harness import Execution, Prepared
+
+    class FailsOnItsFence:
+        def run(self, prepared, inputs, path, **kw):
+            return Execution(path, INVALID, [], NO_TIMING, launch_status=NONE, fence_status=INVALID)
+
+    case = _add_case((0,))
+    with pytest.raises(AssertionError, match="executeFenced must refuse at launch"):
+        execute_valid(FailsOnItsFence(), Prepared(case.model, None), case, "fenced")
+
+
+# ---------------------------------------------------------------------------------------
+# Options at the driver's own version; the corpus property needs a corpus
+# ---------------------------------------------------------------------------------------
+
+
+def test_options_at_the_drivers_own_version_are_accepted(pytester):
+    """--nn-hal-version equal to the driver's, and an operation new in that version."""
+    result = pytester.runpytest_inprocess(
+        *SMALL,
+        "--nn-driver",
+        "reference-1.2",
+        "--nn-hal-version",
+        "1.2",
+        "--nn-ops",
+        "ABS",
+        "--collect-only",
+        "-q",
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+
+
+def test_the_corpus_property_runs_only_with_a_corpus(pytester, tmp_path):
+    """Without --nn-corpus the corpus property is deselected (it would pass on nothing)."""
+
+    def collected(*args):
+        result = run_suite(pytester, "--nn-driver", "reference", "--collect-only", "-q", *args)
+        return [ln for ln in result.outlines if "::test_corpus_specs_pass" in ln]
+
+    assert collected() == []
+    assert len(collected("--nn-corpus", str(tmp_path))) == 1
+
+
+def test_the_header_names_the_driver_budget_profile_and_time_limit(pytester):
+    result = run_suite(
+        pytester,
+        *("--nn-driver", "reference-1.2", "--nn-profile", "dev", "--nn-timeout", "0.5"),
+        "--collect-only",
+    )
+    header = "nnfuzz: driver reference-1.2 (HAL 1.2), budget quick, Hypothesis profile "
+    assert f"{header}nnfuzz-dev, call time limit 0.5 s" in result.stdout.str()
+
+
+def test_a_driver_that_rejects_a_valid_model_is_still_tested_on_it(active_session):
+    """The probe keeps an operation whose valid model getSupportedOperations rejects:
+    the validation properties must see (and report) the rejection."""
+    from nnfuzz_pytest.session import current
+
+    active_session("planted-status")
+    assert current().supports(O.RESHAPE, T.TENSOR_FLOAT32)
+
+
+def test_a_hung_driver_thread_ends_the_run_with_its_exit_status(monkeypatch):
+    """A driver thread that hung keeps the interpreter from exiting: the plugin ends the
+    process after its report, with pytest's exit status (1: the hang failed a test)."""
+    import threading
+    from types import SimpleNamespace
+
+    from nnfuzz_pytest import plugin
+    from nnfuzz_pytest.harness import HUNG_CALLS
+
+    class Exited(Exception):
+        pass
+
+    def exit_(status):
+        raise Exited(status)
+
+    monkeypatch.delenv("NNFUZZ_NO_EXIT_ON_HANG", raising=False)
+    monkeypatch.setattr(plugin.os, "_exit", exit_)
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait)  # the driver's own, not a daemon
+    stuck.start()
+    before = len(HUNG_CALLS)
+    config = SimpleNamespace(_nnfuzz_active=True, _nnfuzz_hangs_before=before, _nnfuzz_exitstatus=1)
+    try:
+        plugin.pytest_unconfigure(config)  # no hang in this run: pytest exits normally
+        HUNG_CALLS.append("executeSynchronously")
+        with pytest.raises(Exited) as exited:
+            plugin.pytest_unconfigure(config)
+        assert exited.value.args == (1,)
+    finally:
+        release.set()
+        stuck.join()
+        del HUNG_CALLS[before:]
+
+
+def _invalid_request(case):
+    from driver.builder import build_request
+    from nnfuzz_pytest.strategies import RequestMutation
+    from randomgraph.mutations import request_mutations
+
+    bundle = build_request(case.model, list(case.inputs))
+    what, request = next(iter(request_mutations(case.model, bundle.request)))
+    return RequestMutation(what, request, bundle)
+
+
+# (misbehaving driver, conformance property, its draws, what the failure says); the
+# properties called directly on one ADD (the reference passes them: the suite runs above)
+BROKEN_QOS_RULES = [
+    (
+        "transient_deadlines",
+        "qos:test_past_deadline_is_missed_deadline_persistent",
+        lambda case: {},
+        "prepareModel past its deadline returned MISSED_DEADLINE_TRANSIENT",
+    ),
+    (
+        "short_outputs_sufficient",
+        "qos:test_output_insufficient_size_reports_the_shape",
+        lambda case: {"data": Draws(0)},
+        "expected dims [2], insufficient",
+    ),
+    (
+        "burst_misreports_invalid",
+        "validation:test_request_mutation_is_rejected_on_every_path",
+        lambda case: {"data": Draws(_invalid_request(case))},
+        "burst, <request: input 0 removed>: GENERAL_FAILURE, expected INVALID_ARGUMENT",
+    ),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using `assume` outside a property-based test")
+@pytest.mark.parametrize(
+    "driver, prop, draws, fails_with", BROKEN_QOS_RULES, ids=[r[0] for r in BROKEN_QOS_RULES]
+)
+def test_a_property_fails_the_driver_that_breaks_its_rule(
+    active_session, driver, prop, draws, fails_with
+):
+    import importlib
+
+    module, name = prop.split(":")
+    test = getattr(importlib.import_module(f"nnfuzz_pytest.conformance.{module}"), name)
+    case = _add_case((2,))
+    reference = active_session("reference")
+    test.hypothesis.inner_test(nn_driver=reference, case=case, **draws(case))
+    misbehaving = active_session(f"tests.drivers:{driver}")
+    with pytest.raises(AssertionError) as failure:
+        test.hypothesis.inner_test(nn_driver=misbehaving, case=case, **draws(case))
+    assert fails_with in str(failure.value), str(failure.value)
