@@ -509,3 +509,18 @@ class _BadStatusQueries(ReferenceDevice):
 
 def bad_status() -> ReferenceDevice:
     return _BadStatusQueries()
+
+
+def _wrong_dynamic_shapes(model, measure, status, shapes, timing):
+    main = model.main
+    dynamic = any(0 in main.operands[i].dimensions for i in main.output_indexes)
+    if status != ErrorStatus.NONE or not dynamic:
+        return status, shapes, timing
+    return status, [OutputShape((*s.dimensions, 1), s.is_sufficient) for s in shapes], timing
+
+
+def wrong_dynamic_shapes() -> ReportingDevice:
+    """Reports a trailing extra dimension of 1 for every output when the model leaves an
+    output's dims unspecified (right values, wrong shapes: only the dynamic-output-shape
+    run of a spec fails)."""
+    return ReportingDevice(rewrite=_wrong_dynamic_shapes)

@@ -560,9 +560,9 @@ def test_an_interrupted_generate_keeps_the_graphs_that_finished(files, capsys, m
 
 
 def test_an_interrupted_replay_prints_the_counts_of_what_ran(files, capsys, monkeypatch):
-    from fuzz.commands import specs
+    from randomgraph.spec import runner
 
-    interrupt_call(monkeypatch, specs, "run_test_model", 3)
+    interrupt_call(monkeypatch, runner, "run_test_model", 3)  # a test and its dynamic run
     assert exit_status(["replay", str(CORPUS_SPEC)]) == 130
     out, err = capsys.readouterr()
     assert "interrupted" in err and out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"

@@ -174,3 +174,18 @@ def test_replay_marks_an_output_cut_at_max_elements(here, capsys, max_elements, 
     argv = ["replay", f"{specs}/V1_0/a.mod.py", "--max-elements", str(max_elements)]
     assert exit_status(argv) == 0
     assert f"expected {shown}\n" in capsys.readouterr().out
+
+
+def test_replay_runs_the_dynamic_output_shape_variant_too(here, capsys):
+    """A failure that specs run finds only with unspecified output dims replays too."""
+    spec = f"{write_specs(a=ABS_SPEC)}/V1_0/a.mod.py"
+    driver = ["--driver", "tests.drivers:wrong_dynamic_shapes"]
+    assert exit_status(["specs", "run", spec, *driver]) == 1
+    assert exit_status(["specs", "run", spec, *driver, "--no-dynamic"]) == 0
+    capsys.readouterr()
+    assert exit_status(["replay", spec, *driver]) == 1
+    out = capsys.readouterr().out
+    assert "== a [dynamic output shape]: FAILED" in out and "== a: PASSED" in out
+    assert out.splitlines()[-1] == "2 passed, 2 failed, 0 skipped"
+    assert exit_status(["replay", spec, *driver, "--no-dynamic"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"

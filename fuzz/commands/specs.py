@@ -22,7 +22,7 @@ from randomgraph.spec.runner import (
     RunSummary,
     matches,
     run_specs,
-    run_test_model,
+    runs_of_test,
 )
 
 DRIVER_HELP = (
@@ -126,15 +126,18 @@ def register(sub) -> None:
         "replay",
         help="run one spec and show expected vs actual outputs",
         description="Run every test model of one spec file on the driver and show, per "
-        "output, the expected and actual values and where they differ. The spec file is a "
-        "Python program and is executed (not sandboxed): replay only specs you trust. Exit "
-        "status 0 when every test passes, 1 when one fails, 2 when the spec cannot be "
-        "loaded or has no test (matching -k).",
+        "output, the expected and actual values and where they differ. Like specs run, it "
+        "also runs each test with unspecified output dims on HAL 1.2+ drivers (a failure "
+        "found only there replays too). The spec file is a Python program and is executed "
+        "(not sandboxed): replay only specs you trust. Exit status 0 when every test "
+        "passes, 1 when one fails, 2 when the spec cannot be loaded or has no test "
+        "(matching -k).",
     )
     rep.add_argument("spec", help="a .mod.py spec file (trusted Python: it is executed)")
     add_driver_option(rep)
     add_timeout_option(rep)
     rep.add_argument("-k", dest="pattern", help="only tests whose name contains PATTERN")
+    rep.add_argument("--no-dynamic", action="store_true", help="skip the dynamic-output-shape runs")
     rep.add_argument(
         "--max-elements",
         type=at_least(1),
@@ -265,8 +268,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 print(f"nnfuzz: {e}", file=sys.stderr)
                 return 2
             for test in tests:
-                if matches(test.name, args.pattern):
-                    _replay_one(device, test, args.max_elements, summary)
+                if not matches(test.name, args.pattern):
+                    continue
+                for result in runs_of_test(device, test, dynamic=not args.no_dynamic):
+                    summary.results.append(result)
+                    _show(test, result, args.max_elements)
     except KeyboardInterrupt:
         # Keep what ran: the counts of the tests that finished, as specs run does.
         print("interrupted: the counts below are the tests that finished", file=sys.stderr)
@@ -279,13 +285,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 1 if summary.count(FAIL) else 0
 
 
-def _replay_one(device, test, max_elements: int, summary: RunSummary) -> None:
-    """Run ``test`` and print, per output, expected and actual values and where they
-    differ; its result goes into ``summary``."""
-    r = run_test_model(device, test)
-    summary.results.append(r)
+def _show(test, r, max_elements: int) -> None:
+    """Print ``test``'s result ``r``: per output, expected and actual values and where
+    they differ."""
     print(
-        f"== {r.name}: {r.outcome.upper()}"
+        f"== {r.display_name}: {r.outcome.upper()}"
         + (f" ({r.reason})" if r.reason and r.outcome != FAIL else "")
     )
     if r.outcome == FAIL and not r.actual:

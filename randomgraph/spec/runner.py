@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -278,6 +278,18 @@ def wants_dynamic_variant(test: TestModel, device) -> bool:
     return version >= HalVersion.V1_2 and test.has_dynamic_output_variant()
 
 
+def runs_of_test(session, test: TestModel, *, dynamic: bool = True) -> Iterator[TestResult]:
+    """Run ``test``, then (with ``dynamic``) its unspecified-output-dims variant where
+    the driver takes one (:func:`wants_dynamic_variant`), yielding each result as it
+    comes; a test the spec got wrong gets no variant (it would fail the same way). What
+    ``specs run`` and ``replay`` both run for one test."""
+    result = run_test_model(session, test)
+    yield result
+    spec_error = result.reason.startswith(SPEC_ERROR)
+    if dynamic and not spec_error and wants_dynamic_variant(test, session):
+        yield run_test_model(session, test, dynamic=True)
+
+
 @dataclass
 class RunSummary:
     results: list[TestResult] = field(default_factory=list)
@@ -327,10 +339,6 @@ def run_specs(
         for test in loaded:
             if not matches(test.name, pattern):
                 continue
-            result = run_test_model(session, test)
-            record(result)
-            if result.reason.startswith(SPEC_ERROR):
-                continue  # the dynamic-shape variant would fail the same way
-            if dynamic and wants_dynamic_variant(test, session.device):
-                record(run_test_model(session, test, dynamic=True))
+            for result in runs_of_test(session, test, dynamic=dynamic):
+                record(result)
     return summary
