@@ -87,6 +87,21 @@ def test_every_operation_alone(op):
     assert not allowed or seen_types <= allowed
 
 
+def test_an_lstm_scratch_buffer_is_the_only_ignored_output():
+    """Its contents are unspecified, so it is marked ignored (not compared) in the graph
+    and in its test model (the spec), and no other output is."""
+    for seed in range(3):
+        graph = _timed(seed, "small", operations=frozenset({O.LSTM}), num_ops=1)
+        main = graph.model.main
+        (lstm,) = [op for op in main.operations if op.type == O.LSTM]
+        assert graph.ignored_outputs == [lstm.outputs[0]]
+        marked = [i for i in main.output_indexes if graph.test_model.main.operands[i].is_ignored]
+        assert marked == [lstm.outputs[0]]
+        assert [
+            i for i in main.output_indexes if graph.with_expected().main.operands[i].is_ignored
+        ] == marked
+
+
 @pytest.mark.parametrize("version", list(HalVersion), ids=lambda v: v.name)
 def test_version_filter(version):
     for seed in range(30 * SCALE):
