@@ -7,6 +7,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -1005,23 +1007,43 @@ def test_deadline_passing_during_the_run_is_transient(device, slow_add):
     assert status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
 
-def test_priority_scheduler_serves_high_before_low():
-    sched = PriorityScheduler(Budget(max_concurrent=1))
+@contextmanager
+def _one_slot_held(sched: PriorityScheduler) -> Iterator[None]:
+    """A LOW execution holds a slot of ``sched`` (on a thread) until the block ends."""
     release = threading.Event()
-    order = []
 
     def hold():
         with sched.slot(Priority.LOW):
             release.wait(5)
 
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        while sched._running == 0:
+            time.sleep(0.001)
+        yield
+    finally:
+        release.set()
+        holder.join(5)
+
+
+def _queued(sched: PriorityScheduler, count: int) -> bool:
+    """Whether ``count`` executions wait in ``sched``'s queue within 5 s (a scheduler
+    that runs them at once fails a test instead of hanging it)."""
+    until = time.monotonic() + 5
+    while len(sched._waiters) < count and time.monotonic() < until:
+        time.sleep(0.001)
+    return len(sched._waiters) == count
+
+
+def test_priority_scheduler_serves_high_before_low():
+    sched = PriorityScheduler(Budget(max_concurrent=1))
+    order = []
+
     def job(priority, name):
         with sched.slot(priority):
             order.append(name)
 
-    holder = threading.Thread(target=hold)
-    holder.start()
-    while sched._running == 0:
-        time.sleep(0.001)
     jobs = []
     queued = [
         (Priority.LOW, "low 1"),
@@ -1030,14 +1052,12 @@ def test_priority_scheduler_serves_high_before_low():
         (Priority.HIGH, "high"),
         (Priority.MEDIUM, "medium 2"),
     ]
-    for p, name in queued:
-        t = threading.Thread(target=job, args=(p, name))
-        t.start()
-        jobs.append(t)
-        while len(sched._waiters) < len(jobs):
-            time.sleep(0.001)
-    release.set()
-    for t in [holder, *jobs]:
+    with _one_slot_held(sched):
+        for p, name in queued:
+            jobs.append(threading.Thread(target=job, args=(p, name)))
+            jobs[-1].start()
+            assert _queued(sched, len(jobs))
+    for t in jobs:
         t.join(5)
     # By priority, and first come first served within one.
     assert order == ["high", "medium 1", "medium 2", "low 1", "low 2"]
@@ -1047,12 +1067,7 @@ def test_a_deadline_passing_in_the_queue_is_transient_and_frees_the_place():
     """A HIGH waiter whose deadline passes while a LOW execution runs gets
     MISSED_DEADLINE_TRANSIENT, and leaves the queue: the LOW waiter behind it runs."""
     sched = PriorityScheduler(Budget(max_concurrent=1))
-    release = threading.Event()
     outcome = []
-
-    def hold():
-        with sched.slot(Priority.LOW):
-            release.wait(5)
 
     def behind():
         try:
@@ -1061,27 +1076,17 @@ def test_a_deadline_passing_in_the_queue_is_transient_and_frees_the_place():
         except HalError as e:
             outcome.append(e.status)
 
-    threads = [threading.Thread(target=hold), threading.Thread(target=behind)]
-    threads[0].start()
-    try:
-        while sched._running == 0:
-            time.sleep(0.001)
-        threads[1].start()
-        queued_by = time.monotonic() + 5  # a scheduler that runs it at once fails, not hangs
-        while not sched._waiters and time.monotonic() < queued_by:
-            time.sleep(0.001)
-        assert sched._waiters and sched._running == 1
+    waiter = threading.Thread(target=behind)
+    with _one_slot_held(sched):
+        waiter.start()
+        assert _queued(sched, 1) and sched._running == 1
         with (
             pytest.raises(HalError) as e,
             sched.slot(Priority.HIGH, time.monotonic_ns() + 50_000_000),
         ):
             pass
         assert e.value.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
-    finally:
-        release.set()
-        for t in threads:
-            if t.is_alive():
-                t.join(5)
+    waiter.join(5)
     assert outcome == ["ran"]
 
 

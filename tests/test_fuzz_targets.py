@@ -606,33 +606,27 @@ class _Proxy:
         return getattr(self.inner, name)
 
 
+def _invalid_as_general_failure(result: tuple) -> tuple:
+    """A HAL result (status first) with INVALID_ARGUMENT answered as GENERAL_FAILURE."""
+    from driver.hal.types import ErrorStatus
+
+    status, *rest = result
+    if status == ErrorStatus.INVALID_ARGUMENT:
+        status = ErrorStatus.GENERAL_FAILURE
+    return (status, *rest)
+
+
 class _GeneralFailurePrepared(_Proxy):
     """The planted bug: a request the reference rejects as INVALID_ARGUMENT is answered
     with GENERAL_FAILURE on the synchronous path."""
 
     def execute_synchronously(self, *args, **kwargs):
-        from driver.hal.types import ErrorStatus
-
-        status, shapes, timing = self.inner.execute_synchronously(*args, **kwargs)
-        if status == ErrorStatus.INVALID_ARGUMENT:
-            status = ErrorStatus.GENERAL_FAILURE
-        return status, shapes, timing
-
-
-class _GeneralFailureDevice(_Proxy):
-    def prepare_model(self, *args, **kwargs):
-        status, prepared = self.inner.prepare_model(*args, **kwargs)
-        return status, (_GeneralFailurePrepared(prepared) if prepared is not None else None)
+        return _invalid_as_general_failure(self.inner.execute_synchronously(*args, **kwargs))
 
 
 class _GeneralFailureBurst(_Proxy):
     def execute(self, *args, **kwargs):
-        from driver.hal.types import ErrorStatus
-
-        status, shapes, timing = self.inner.execute(*args, **kwargs)
-        if status == ErrorStatus.INVALID_ARGUMENT:
-            status = ErrorStatus.GENERAL_FAILURE
-        return status, shapes, timing
+        return _invalid_as_general_failure(self.inner.execute(*args, **kwargs))
 
 
 class _GeneralFailureOnEveryPathPrepared(_GeneralFailurePrepared):
@@ -643,19 +637,19 @@ class _GeneralFailureOnEveryPathPrepared(_GeneralFailurePrepared):
         return status, (_GeneralFailureBurst(burst) if burst is not None else None)
 
     def execute_fenced(self, *args, **kwargs):
-        from driver.hal.types import ErrorStatus
-
-        status, fence, callback = self.inner.execute_fenced(*args, **kwargs)
-        if status == ErrorStatus.INVALID_ARGUMENT:
-            status = ErrorStatus.GENERAL_FAILURE
-        return status, fence, callback
+        return _invalid_as_general_failure(self.inner.execute_fenced(*args, **kwargs))
 
 
-class _GeneralFailureOnEveryPathDevice(_Proxy):
+class _GeneralFailureDevice(_Proxy):
+    """The reference (``inner``) with ``prepared`` wrapping each prepared model."""
+
+    def __init__(self, inner, prepared=_GeneralFailurePrepared):
+        super().__init__(inner)
+        self._prepared = prepared
+
     def prepare_model(self, *args, **kwargs):
         status, prepared = self.inner.prepare_model(*args, **kwargs)
-        wrapped = _GeneralFailureOnEveryPathPrepared(prepared) if prepared is not None else None
-        return status, wrapped
+        return status, (self._prepared(prepared) if prepared is not None else None)
 
 
 def general_failure_1_2():
@@ -667,13 +661,13 @@ def general_failure_1_2():
 def general_failure_everywhere_1_2():
     from driver.registry import load_device
 
-    return _GeneralFailureOnEveryPathDevice(load_device("reference-1.2"))
+    return _GeneralFailureDevice(load_device("reference-1.2"), _GeneralFailureOnEveryPathPrepared)
 
 
 def general_failure_everywhere_1_3():
     from driver.registry import load_device
 
-    return _GeneralFailureOnEveryPathDevice(load_device("reference"))
+    return _GeneralFailureDevice(load_device("reference"), _GeneralFailureOnEveryPathPrepared)
 
 
 def general_failure_1_3():
