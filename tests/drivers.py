@@ -346,7 +346,9 @@ def no_shapes() -> ReportingDevice:
 class _RefusingQos(ReportingDevice):
     """Refuses every priority but MEDIUM and every deadline, even one far away."""
 
-    def prepare_model(self, model, preference=1, priority=Priority.MEDIUM, deadline=None, *args, **kwargs):  # fmt: skip
+    def prepare_model(
+        self, model, preference=1, priority=Priority.MEDIUM, deadline=None, *args, **kwargs
+    ):
         if priority != Priority.MEDIUM:
             return ErrorStatus.INVALID_ARGUMENT, None
         if deadline is not None:
@@ -370,7 +372,9 @@ class _TransientDeadlines(ReportingDevice):
     """Says MISSED_DEADLINE_TRANSIENT for a deadline already passed (it stays passed:
     MISSED_DEADLINE_PERSISTENT), preparing and executing."""
 
-    def prepare_model(self, model, preference=1, priority=Priority.MEDIUM, deadline=None, *args, **kwargs):  # fmt: skip
+    def prepare_model(
+        self, model, preference=1, priority=Priority.MEDIUM, deadline=None, *args, **kwargs
+    ):
         if _passed(deadline):
             return ErrorStatus.MISSED_DEADLINE_TRANSIENT, None
         return super().prepare_model(model, preference, priority, deadline, *args, **kwargs)
