@@ -283,13 +283,19 @@ def test_fence_timeouts_never_wait_forever_unless_asked():
     waiter.start()
     waiter.join(5)
     assert looked == [False]
-    for bad in (float("nan"), "1", None.__class__):
+    for bad in (float("nan"), "1", None.__class__, True):
         with pytest.raises(ValueError, match="fence timeout"):
             fence.wait(bad)
         with pytest.raises(ValueError, match="fence timeout"):
             fence.poll_fd(bad)
+    # Beyond what the platform can wait: no limit (threading would raise OverflowError).
+    waited = []
+    waiter = threading.Thread(target=lambda: waited.append(fence.wait(1e30)), daemon=True)
+    waiter.start()
+    time.sleep(0.02)
     fence.signal()
-    # Beyond what the platform can wait: no limit (the fence is signalled, so at once).
+    waiter.join(5)
+    assert waited == [ErrorStatus.NONE]
     assert fence.wait(float("inf")) == ErrorStatus.NONE and fence.poll_fd(1e30)
 
 
