@@ -12,6 +12,7 @@ import pytest
 from driver.builder import ModelBuilder, build_request
 from driver.device import CollectingCallback, DeviceConfig, ReferenceDevice
 from driver.drivers.feature_level import FeatureLevelDevice
+from driver.extensions import extension_device
 from driver.hal.types import (
     UINT64_MAX,
     BufferDesc,
@@ -228,6 +229,36 @@ def test_memory_domains_need_1_3(name):
     inputs = (RequestArgument(False, DataLocation(2, 0, 0), ()), rb.request.inputs[1])
     request = Request(inputs, rb.request.outputs, pools)
     assert pm.execute_synchronously(request)[0] == E.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("version", [V.V1_0, V.V1_1, V.V1_2])
+def test_the_wrapper_hides_what_its_version_lacks_even_from_a_1_3_driver(version):
+    """The feature level is the wrapper's, not the wrapped driver's: a 1.3 driver with
+    extensions and caching, behind 1.0/1.1, reports neither and cannot prepare from a
+    cache; behind any older level it offers no memory domains."""
+    inner = extension_device()
+    assert inner.get_supported_extensions()[1] and inner.get_number_of_cache_files_needed()[1]
+    device = FeatureLevelDevice(inner, version)
+    old = version < V.V1_2
+    status, extensions = device.get_supported_extensions()
+    assert status == E.NONE and (extensions == []) == old
+    status, n_model, n_data = device.get_number_of_cache_files_needed()
+    assert status == E.NONE and ((n_model, n_data) == (0, 0)) == old
+    # A cache the 1.3 driver wrote opens behind 1.2, not behind 1.0/1.1.
+    model_cache = os.memfd_create("nnfuzz-model-cache", os.MFD_CLOEXEC)
+    data_cache = os.memfd_create("nnfuzz-data-cache", os.MFD_CLOEXEC)
+    try:
+        token = bytes(range(32))
+        caches = {"model_cache": [model_cache], "data_cache": [data_cache], "token": token}
+        assert inner.prepare_model(one_op(Op.ADD), **caches)[0] == E.NONE
+        status, prepared = device.prepare_model_from_cache(None, [model_cache], [data_cache], token)
+        assert (status, prepared is None) == ((E.GENERAL_FAILURE, True) if old else (E.NONE, False))
+    finally:
+        os.close(model_cache)
+        os.close(data_cache)
+    pm, _, _ = run(device, one_op(Op.ADD), F2)
+    status, buffer, token = device.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+    assert (status, buffer, token) == (E.GENERAL_FAILURE, None, 0)
 
 
 def test_hardware_buffer_blob_pools_need_1_2():
