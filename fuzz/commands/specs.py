@@ -20,10 +20,12 @@ from randomgraph.spec.runner import (
     FAIL,
     SKIP,
     RunSummary,
+    TestResult,
     matches,
     run_specs,
     runs_of_test,
 )
+from randomgraph.testmodel import TestModel
 
 DRIVER_HELP = (
     "driver to test: a registered name ({names}) or module:callable returning a device "
@@ -285,15 +287,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 1 if summary.count(FAIL) else 0
 
 
-def _show(test, r, max_elements: int) -> None:
-    """Print ``test``'s result ``r``: per output, expected and actual values and where
+def _show(test: TestModel, result: TestResult, max_elements: int) -> None:
+    """Print ``result``, a run of ``test``: per output, expected and actual values and where
     they differ."""
     print(
-        f"== {r.display_name}: {r.outcome.upper()}"
-        + (f" ({r.reason})" if r.reason and r.outcome != FAIL else "")
+        f"== {result.display_name}: {result.outcome.upper()}"
+        + (f" ({result.reason})" if result.reason and result.outcome != FAIL else "")
     )
-    if r.outcome == FAIL and not r.actual:
-        print(f"   {r.reason}")
+    if result.outcome == FAIL and not result.actual:
+        print(f"   {result.reason}")
     try:
         _, _, expected = test.to_hal()
     except Exception:
@@ -301,9 +303,9 @@ def _show(test, r, max_elements: int) -> None:
     for k, want in enumerate(expected):
         print(f"   output {k} {list(want.shape)}")
         print(f"     expected {_fmt(want, max_elements)}")
-        if r.actual and k < len(r.actual):
-            print(f"     actual   {_fmt(r.actual[k], max_elements)}")
-        for m in r.mismatches:
+        if result.actual and k < len(result.actual):
+            print(f"     actual   {_fmt(result.actual[k], max_elements)}")
+        for m in result.mismatches:
             if m.output == k:
                 print(f"     DIFFERS: {m}")
 
