@@ -1076,6 +1076,44 @@ def test_the_memory_target_reports_a_buffer_that_loses_what_was_copied_in(monkey
         raise AssertionError("no memory input caught the lost copy")
 
 
+class _HoardingBuffers(_Proxy):
+    """Keeps every buffer it allocates, so a freed buffer's token goes on working."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.kept = []
+
+    def allocate(self, *args, **kwargs):
+        status, buffer, token = self.inner.allocate(*args, **kwargs)
+        self.kept.append(buffer)
+        return status, buffer, token
+
+
+def hoarding_buffers():
+    from driver.registry import load_device
+
+    return _HoardingBuffers(load_device("reference"))
+
+
+def test_the_memory_target_reports_a_freed_token_that_still_works(monkeypatch):
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+    from fuzz.targets import request
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:hoarding_buffers")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    monkeypatch.setattr(request, "_PREPARED", {})
+    module = load("memory")
+    for path in _inputs("memory"):
+        try:
+            module.test_one_input(path.read_bytes())
+        except ContractViolation as e:
+            assert str(e) == "an execution using a freed buffer's token succeeded"
+            break
+    else:
+        raise AssertionError("no memory input executed with a freed buffer's token")
+
+
 def test_cache_inputs_count_model_files_then_data_files():
     """flags bits 0-1: model-cache files, bits 2-3: data-cache files; each file a u32
     length and its bytes (a length past the end takes what remains)."""
