@@ -718,6 +718,59 @@ def test_a_path_the_drivers_version_has_must_validate_the_request(monkeypatch, d
     assert any(f"but the {path} execution returned GENERAL_FAILURE" in v for v in violations)
 
 
+class _Answers:
+    """A prepared model whose asynchronous launch returns ``launch`` and notifies
+    ``notified``, and whose fenced execution launches fine and then reports ``fenced``
+    from getExecutionInfo."""
+
+    def __init__(self, launch, notified, fenced=None):
+        self.launch, self.notified, self.fenced = launch, notified, fenced
+
+    def execute(self, request, measure, deadline, loop_timeout, callback):
+        from driver.hal.types import NO_TIMING
+
+        callback.notify(self.notified, [], NO_TIMING)
+        return self.launch
+
+    def execute_fenced(self, request, wait_for, measure, deadline, loop_timeout):
+        from driver.hal.types import ErrorStatus
+
+        return ErrorStatus.NONE, None, self  # no fence: signalled; the callback is self
+
+    def get_execution_info(self):
+        return self.fenced
+
+
+def _paths_cases():
+    from driver.hal.types import NO_TIMING, Timing
+    from driver.hal.types import ErrorStatus as E
+
+    bad, general = E.INVALID_ARGUMENT, E.GENERAL_FAILURE
+    return [
+        # A failed launch must be what the callback says too (NONE may still fail later).
+        ("async", _Answers(bad, bad), None),
+        ("async", _Answers(E.NONE, general), None),
+        ("async", _Answers(bad, general), "execute launched with INVALID_ARGUMENT but notified"),
+        # A fenced execution that failed reports no timing.
+        ("fenced", _Answers(0, 0, (general, NO_TIMING, NO_TIMING)), None),
+        ("fenced", _Answers(0, 0, (E.NONE, Timing(5, 5), Timing(9, 9))), None),
+        ("fenced", _Answers(0, 0, (general, Timing(5, 5), NO_TIMING)), "reports timing"),
+        ("fenced", _Answers(0, 0, (general, NO_TIMING, Timing(5, 5))), "reports timing"),
+    ]
+
+
+@pytest.mark.parametrize("path, prepared, violation", _paths_cases())
+def test_the_request_target_holds_each_path_to_its_rule(path, prepared, violation):
+    from fuzz.harness import ContractViolation
+    from fuzz.targets.request import execute
+
+    if violation is None:
+        execute(prepared, None, path, 0, None)
+        return
+    with pytest.raises(ContractViolation, match=violation):
+        execute(prepared, None, path, 0, None)
+
+
 def test_request_selector_and_layout():
     """selector bits 0-3: the fixture (modulo their number), bits 4-5: the path, bit 6:
     measure timing, bit 7: a deadline already passed; then the REQUEST message, which
