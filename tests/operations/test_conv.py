@@ -1175,6 +1175,7 @@ def _float_conv(op, x_shape, f_shape, b_len, params, out_shape):
 
 
 _VALID_1 = [I(2), I(1), I(1), I(0)]  # VALID, stride 1, no activation
+_DEPTHWISE_1 = [*_VALID_1[:3], I(1), I(0)]  # the same, depth multiplier 1
 _GROUPED_2 = [I(2), I(1), I(1), I(2), I(0), scalar(T.BOOL, False)]  # VALID, 2 groups
 
 
@@ -1183,22 +1184,14 @@ _GROUPED_2 = [I(2), I(1), I(1), I(2), I(0), scalar(T.BOOL, False)]  # VALID, 2 g
     [
         # one bias element per output channel: more is as wrong as fewer
         (O.CONV_2D, (1, 3, 3, 1), (1, 2, 2, 1), 2, _VALID_1, (1, 2, 2, 1), "bias"),
-        (
-            O.DEPTHWISE_CONV_2D,
-            (1, 3, 3, 1),
-            (1, 2, 2, 1),
-            2,
-            [*_VALID_1[:3], I(1), I(0)],
-            (1, 2, 2, 1),
-            "bias",
-        ),
+        (O.DEPTHWISE_CONV_2D, (1, 3, 3, 1), (1, 2, 2, 1), 2, _DEPTHWISE_1, (1, 2, 2, 1), "bias"),
         # depthwise filter depth is exactly input depth x multiplier (2 x 1, not 3)
         (
             O.DEPTHWISE_CONV_2D,
             (1, 3, 3, 2),
             (1, 2, 2, 3),
             3,
-            [*_VALID_1[:3], I(1), I(0)],
+            _DEPTHWISE_1,
             (1, 2, 2, 3),
             "depth multiplier",
         ),
