@@ -289,6 +289,8 @@ def test_appended_bytes_are_refused(small_files, fds):
     model_bytes, data_bytes = small_files
     device = ReferenceDevice()
     assert_refused(device, fds(model_bytes + b"\0"), fds(data_bytes))
+    body_length = len(compilation_cache.bodies(model_bytes, data_bytes)[0])
+    assert f"body is {body_length + 1} bytes, the header says {body_length}" in device.last_error
     assert_refused(device, fds(model_bytes), fds(data_bytes + b"x"))
 
 
@@ -345,6 +347,15 @@ def test_a_header_of_another_role_or_format_is_refused_by_name(small_files, fds)
     other_format[4:6] = (compilation_cache.FORMAT_VERSION + 1).to_bytes(2, "little")
     assert_refused(device, fds(bytes(other_format)), fds(data_bytes))
     assert f"cache format {compilation_cache.FORMAT_VERSION + 1}," in device.last_error
+    # The magic and the reserved byte are named too (the checksum would refuse them
+    # anyway, with a message that says less).
+    for at, value, why in [
+        (0, b"NNFD", "not a compilation cache file"),
+        (7, b"\1", "reserved header byte is 1"),
+    ]:
+        other_header = model_bytes[:at] + value + model_bytes[at + len(value) :]
+        assert_refused(device, fds(other_header), fds(data_bytes))
+        assert f"model cache: {why}" in device.last_error
 
 
 def test_swapped_files_are_refused(fds):
@@ -522,6 +533,23 @@ def _plan_with_one_subgraph_more(model_body: bytes) -> bytes:
     return model_body[:at] + (count + 1).to_bytes(4, "little") + model_body[at + 4 :]
 
 
+def _with_u32(body: bytes, at: int, value: int) -> bytes:
+    return body[:at] + value.to_bytes(4, "little") + body[at + 4 :]
+
+
+def _placements_offset(model_body: bytes) -> int:
+    """Where the pool count is (the placements follow it, 16 bytes each)."""
+    return 8 + int.from_bytes(model_body[4:8], "little")
+
+
+def _without_placements(model_body: bytes) -> bytes:
+    at = _placements_offset(model_body)
+    n_pools = int.from_bytes(model_body[at : at + 4], "little")
+    return _with_u32(model_body, at, 0)[: at + 4] + model_body[at + 4 + 16 * n_pools :]
+
+
+# The small model: one ADD in the main subgraph, one pool of 8 bytes. The plan is the
+# subgraph count, then per subgraph its step count, then per step its flags ...
 @pytest.mark.parametrize(
     "forge, why",
     [
@@ -531,8 +559,34 @@ def _plan_with_one_subgraph_more(model_body: bytes) -> bytes:
             lambda model, data: (_plan_with_one_subgraph_more(model), data),
             "does not match the model's subgraphs",
         ),
+        (
+            lambda model, data: (_with_u32(model, _plan_offset(model) + 4, 2), data),
+            "does not match the model's operations",
+        ),
+        (
+            lambda model, data: (_with_u32(model, _plan_offset(model) + 8, 4), data),
+            "has bad step flags 0x4",
+        ),
+        (lambda model, data: (model[:2] + b"\1\0" + model[4:], data), "reserved field is not 0"),
+        (
+            lambda model, data: (_without_placements(model), b""),
+            "pool handle 0 is not in the cache",
+        ),
+        (
+            lambda model, data: (_with_u32(model, _placements_offset(model) + 12, 7), data[:-1]),
+            "pool 0 holds 7 bytes, not 8",
+        ),
     ],
-    ids=["a byte after the plan", "a pool past the data", "a subgraph too many"],
+    ids=[
+        "a byte after the plan",
+        "a pool past the data",
+        "a subgraph too many",
+        "a step too many",
+        "unknown step flags",
+        "a reserved field set",
+        "a pool not placed",
+        "a pool placed short",
+    ],
 )
 def test_sealed_bodies_that_do_not_add_up_are_refused(small_files, fds, forge, why):
     """Behind a valid checksum (what a forger holding the secret could write), the

@@ -15,6 +15,7 @@ from driver.device import CollectingCallback, ReferenceDevice
 from driver.drivers.partial import CPU, FAST, FLOAT_RULE, PartialDevice
 from driver.extensions import extension_device
 from driver.hal.types import (
+    NO_TIMING,
     QUANTIZED_TYPES,
     Capabilities,
     ErrorStatus,
@@ -34,6 +35,7 @@ from driver.partition import (
     execute_partitioned,
     extract_submodel,
     form_steps,
+    query_support,
 )
 from driver.registry import DriverLoadError, load_device
 from driver.sync import SyncFence
@@ -383,6 +385,105 @@ def test_steps_follow_androids_queue_order():
         ("partial-float", [4]),
     ]
     assert "step 2 on partial-quant: 2:ADD" in plan.describe()
+    # Operations ready on several devices at once: the lowest-numbered device goes first.
+    assert form_steps(three_relus(), [2, 1, 0], 3) == [[2], [1], [0]]
+
+
+def three_relus(*, unread: bool = False) -> Model:
+    """Independent RELUs of one input: three model outputs, then (``unread``) one whose
+    result nothing reads."""
+    b = ModelBuilder()
+    x = b.add_input(F32, (2,))
+    for _ in range(3):
+        b.add_operation(Op.RELU, [x], [b.add_output(F32, (2,))])
+    if unread:
+        b.add_operation(Op.RELU, [x], [b.add_operand(F32, (2,))])
+    return b.build()
+
+
+def test_a_step_outputs_a_result_that_nothing_reads():
+    model = three_relus(unread=True)
+    unread = model.main.operations[3].outputs[0]
+    step, _, outputs = extract_submodel(model, [2, 3])
+    assert outputs == (model.main.operations[2].outputs[0], unread)
+    validate_model(step)
+
+
+class _Answering:
+    """A member whose supported-operations answer is ``answer`` (status NONE)."""
+
+    name = "answering"
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def get_supported_operations(self, model):
+        return E.NONE, list(self.answer)
+
+
+@pytest.mark.parametrize("answer", [[True] * 2, [True] * 4, []], ids=["short", "long", "empty"])
+def test_a_supported_operations_answer_of_the_wrong_length_supports_nothing(answer):
+    assert query_support(_Answering(answer), three_relus()) == [False] * 3
+
+
+def _with_prepared(device, patch):
+    """``device`` whose prepared models' execute_synchronously is ``patch(original)``."""
+    prepare = device.prepare_model
+
+    def prepare_model(model, *args, **kw):
+        status, pm = prepare(model, *args, **kw)
+        pm.execute_synchronously = patch(pm.execute_synchronously)
+        return status, pm
+
+    device.prepare_model = prepare_model
+    return device
+
+
+def test_a_step_without_timing_makes_the_execution_untimed():
+    untimed = _with_prepared(
+        load_device("partial-quant"), lambda run: lambda *a, **k: (*run(*a, **k)[:2], NO_TIMING)
+    )
+    device = PartitionedDevice([load_device("partial-float"), untimed])
+    status, pm = device.prepare_model(mixed_model())
+    rb = build_request(mixed_model(), MIXED_INPUTS)
+    status, _, timing = pm.execute_synchronously(rb.request, measure=1)
+    assert (status, timing) == (E.NONE, NO_TIMING)
+
+
+def test_the_deadline_is_checked_between_steps():
+    import time
+
+    def slow(run):
+        def execute(request, measure=0, deadline=None, loop_timeout=None):
+            time.sleep(0.1)  # past the deadline, which this member ignores
+            return run(request, measure, None, loop_timeout)
+
+        return execute
+
+    device = PartitionedDevice([_with_prepared(load_device("partial-float"), slow)])
+    status, pm = device.prepare_model(mixed_model())
+    rb = build_request(mixed_model(), MIXED_INPUTS)
+    deadline = time.monotonic_ns() + 50_000_000
+    assert pm.execute_synchronously(rb.request, deadline=deadline)[0] == E.MISSED_DEADLINE_TRANSIENT
+    assert "deadline passed at step 1" in device.last_error
+
+
+def test_preparing_after_the_deadline_prepares_no_step():
+    import time
+
+    device = partitioned("partial-float", "partial-quant")
+    deadline = time.monotonic_ns() - 1
+    assert device.prepare_model(mixed_model(), deadline=deadline) == (
+        E.MISSED_DEADLINE_PERSISTENT,
+        None,
+    )
+    assert device.last_error == "deadline already passed"
+
+
+def test_an_operation_the_fallback_declines_and_no_member_runs_fails_preparation():
+    device = PartitionedDevice([], fallback=load_device("partial-quant"))
+    assert device.prepare_model(three_relus()) == (E.GENERAL_FAILURE, None)
+    assert "operation 0 (RELU) is supported by no device" in device.last_error
 
 
 def test_capabilities_choose_between_members():

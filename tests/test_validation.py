@@ -1836,3 +1836,32 @@ def _with_omitted_input(op: int, omitted_type: int, dims=(2,)) -> Model:
 )
 def test_an_omitted_required_input_is_left_to_execution(model, version, deferrable, match):
     assert_rejected(model, deferrable=deferrable, match=match, version=version)
+
+
+# --- operation declarations (driver/operations/base.py) -----------------------------------
+
+
+def test_a_variadic_operation_needs_at_least_one_of_its_repeated_inputs():
+    b = ModelBuilder()
+    axis = b.add_input(T.INT32)
+    y = b.add_output(F32, (2,))
+    b.add_operation(O.CONCATENATION, [axis], [y])
+    assert_rejected(b.build(), deferrable=False, match="CONCATENATION")
+
+
+def test_a_rank_rule_applies_to_declared_dims_before_the_shape_is_known():
+    # Android's hasKnownRank: dims (0, 0, 0, 0, 0) say rank 5, which ADD never takes.
+    b = ModelBuilder()
+    x = b.add_input(F32, (0, 0, 0, 0, 0))
+    y = b.add_output(F32, (0, 0, 0, 0, 0))
+    b.add_operation(O.ADD, [x, x, b.add_scalar(T.INT32, 0)], [y])
+    assert_rejected(b.build(), deferrable=False, match="rank 0..4")
+
+
+def test_the_required_version_is_the_highest_a_feature_needs():
+    from driver.operations.base import OperationContext
+
+    ctx = OperationContext(O.ADD, [], [], [], [])
+    for need in (HalVersion.V1_2, HalVersion.V1_3, HalVersion.V1_1, None):
+        ctx.require_version(need)
+    assert ctx.required_version == HalVersion.V1_3

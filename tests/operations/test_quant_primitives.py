@@ -575,3 +575,19 @@ def test_inverse_sqrt_multiplier():
     np.testing.assert_allclose(approx, 1 / np.sqrt(xs), rtol=3e-6)  # 5 Newton steps
     m1, s1 = quant.inv_sqrt_quantized_multiplier_exp(np.array([0, 1]), -1)
     assert m1.tolist() == [2**31 - 1] * 2 and s1.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "type",
+    [
+        T.TENSOR_QUANT8_ASYMM,
+        T.TENSOR_QUANT8_ASYMM_SIGNED,
+        T.TENSOR_QUANT8_SYMM,
+        T.TENSOR_QUANT16_SYMM,
+        T.TENSOR_QUANT16_ASYMM,
+    ],
+)
+def test_quantize_saturates_at_the_limits_of_the_storage_type(type):
+    got = quant.quantize(np.array([-1e9, 1e9]), 0.125, 0, type)
+    limits = np.iinfo(got.dtype)
+    assert got.tolist() == [limits.min, limits.max]
