@@ -498,6 +498,50 @@ def test_a_failed_write_to_standard_output_is_one_line(files, capsys, monkeypatc
     assert "Traceback" not in err
 
 
+STANDARD_OUTPUT_FAILURES = [
+    # Ctrl-C while a command prints: one word, the shell's status for SIGINT.
+    ("write", KeyboardInterrupt(), 130, "interrupted"),
+    # The reader went away (nnfuzz ops | head): no error, and nothing said.
+    ("write", BrokenPipeError(32, "Broken pipe"), 0, None),
+    # A full disk seen only when the last buffered lines are flushed: still one line,
+    # while the command runs (at exit it was Python's 'Exception ignored', status 120).
+    ("flush", OSError(28, "No space left on device"), 2, "nnfuzz: standard output: No space"),
+]
+
+
+@pytest.mark.parametrize(("method", "error", "status", "message"), STANDARD_OUTPUT_FAILURES)
+def test_a_standard_output_that_fails_ends_the_command_with_its_status(
+    capsys, monkeypatch, method, error, status, message
+):
+    import io
+    import sys
+
+    class Failing(io.StringIO):
+        def write(self, text):
+            if method == "write":
+                raise error
+            return super().write(text)
+
+        def flush(self):
+            if method == "flush":
+                raise error
+
+    monkeypatch.setattr(sys, "stdout", Failing())
+    assert exit_status(["ops"]) == status
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if message is None:
+        assert err == ""
+    else:
+        assert err.splitlines()[-1].startswith(message)
+
+
+def test_no_command_prints_the_help_and_is_a_usage_error(capsys):
+    assert exit_status([]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("usage: nnfuzz") and "nnfuzz COMMAND --help" in out
+
+
 def test_an_output_link_is_written_through(files, capsys):
     Path("target.json").write_text("old")
     os.symlink("target.json", "link.json")
@@ -544,6 +588,45 @@ def test_generate_takes_comma_lists_like_random(files, capsys):
     assert exit_status(argv) == 0
     ops = {op for g in json.loads(Path("g.json").read_text())["graphs"] for op in g["operations"]}
     assert ops == {"ADD", "MUL"}
+
+
+def generated(argv: list[str]) -> list[dict]:
+    """The graphs ``nnfuzz generate ARGV`` summarizes (it must exit 0)."""
+    assert exit_status(["generate", *argv, "-q", "--json", "g.json"]) == 0
+    return json.loads(Path("g.json").read_text())["graphs"]
+
+
+def test_generate_makes_the_graphs_of_the_seeds_it_is_given(files, capsys):
+    assert [g["seed"] for g in generated(["--seed", "5"])] == [5]
+    assert [g["seed"] for g in generated(["--seeds", "3"])] == [3]
+    assert [g["seed"] for g in generated(["--seeds", "2:4"])] == [2, 3]
+
+
+def test_generate_takes_a_type_without_its_tensor_prefix(files, capsys):
+    # float32 is TENSOR_FLOAT32 (the scalar FLOAT32 is no data type a graph is made of).
+    graphs = generated(["--seeds", "0:3", "--op", "ADD", "--type", "float32"])
+    assert len(graphs) == 3
+    spec = generated(["--seed", "0", "--op", "ADD", "--type", "float32", "--dump", "d"])[0]
+    assert "TENSOR_FLOAT32" in Path(spec["spec"]).read_text()
+
+
+def test_a_seed_that_cannot_be_generated_fails_generate_and_the_others_go_on(
+    files, capsys, monkeypatch
+):
+    import randomgraph.generator
+    from randomgraph.generator import GenerationError
+
+    real = randomgraph.generator.generate
+
+    def generate(seed, config):
+        if seed == 1:
+            raise GenerationError("no signature fits")
+        return real(seed, config)
+
+    monkeypatch.setattr(randomgraph.generator, "generate", generate)
+    assert exit_status(["generate", "--seeds", "0:3", "-q", "--json", "g.json"]) == 1
+    assert "seed 1: no signature fits" in capsys.readouterr().err
+    assert [g["seed"] for g in json.loads(Path("g.json").read_text())["graphs"]] == [0, 2]
 
 
 def test_an_interrupted_generate_keeps_the_graphs_that_finished(files, capsys, monkeypatch):

@@ -137,6 +137,10 @@ def test_bad_options_are_refused_before_fuzzing(here, capsys, extra, message):
         ("mine.raising", "cannot import target mine.raising: RuntimeError: no device here"),
         ("mine.syntax", "cannot import target mine.syntax: SyntaxError"),
         ("mine.exiting", "cannot import target mine.exiting: SystemExit: 3"),
+        # A name without a dot is a registered target, never imported as a module.
+        ("modle", "unknown fuzz target 'modle': use one of model, request, execute, cache"),
+        ("json.decoder", "'json.decoder' has no test_one_input(data)"),
+        ("mine.absent", "cannot import fuzz target module 'mine.absent'"),
     ],
 )
 def test_a_target_that_fails_on_import_is_a_usage_error(here, capsys, target, message):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from driver.builder import ModelBuilder
 from driver.device import ReferenceDevice
@@ -15,6 +16,7 @@ from randomgraph.choices import PrngSource, ReplaySource
 from randomgraph.differential import (
     CheckOptions,
     DifferentialChecker,
+    DiffResult,
     Outcome,
     check_with_dynamic_variant,
     compute_golden,
@@ -26,6 +28,7 @@ from randomgraph.generator import GeneratorConfig, generate_with
 from randomgraph.minimize import (
     MinimizeOptions,
     Minimizer,
+    _dim_candidates,
     fingerprint,
     minimize,
     resized,
@@ -403,3 +406,86 @@ def test_minimize_refuses_an_output_before_minimizing(tmp_path, capsys, monkeypa
     except SystemExit as e:
         status = e.code
     assert status == 2 and "(choose another with --out)" in capsys.readouterr().err
+
+
+def test_minimize_skips_an_expect_failure_test(tmp_path, capsys):
+    # Such a test passes when the driver rejects it: a differential check means nothing.
+    spec = tmp_path / "rejected.mod.py"
+    spec.write_text(
+        "i = Input('i', 'TENSOR_FLOAT32', '{2}')\n"
+        "o = Output('o', 'TENSOR_FLOAT32', '{2}')\n"
+        "Model().Operation('ABS', i).To(o)\n"
+        "Example({i: [1.0, -2.0], o: [1.0, 2.0]}).ExpectFailure()\n"
+    )
+    assert nnfuzz(["minimize", str(spec), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "== rejected: skipped (an ExpectFailure test)"
+
+
+def test_a_one_test_spec_minimizes_to_stem_min_judged_by_the_spec_file_criteria(tmp_path, capsys):
+    # The test is named graph_wrong; the file is named after the spec, whatever its test.
+    spec = _failing_spec(tmp_path)
+    spec.write_text(spec.read_text().replace("model=model)", "model=model, name='wrong')"))
+    assert nnfuzz(["minimize", str(spec), *MINIMIZE]) == 0
+    assert "== graph_wrong: wrong" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.mod.py", "graph_min.mod.py"]
+    # Without a criteria line, a spec is judged like any spec file: 'generated'.
+    text = (tmp_path / "graph_min.mod.py").read_text()
+    assert "criteria: generated" in text
+
+
+class InconsistentOnlyWithRelations:
+    """A checker whose tests are metamorphically inconsistent while its relations are on
+    (and pass without them), as a driver whose NCHW layout is wrong."""
+
+    def __init__(self):
+        self.options = CheckOptions(metamorphic=("layout",))
+        self.relations_seen: list[tuple] = []
+
+    def check(self, test):
+        self.relations_seen.append(self.options.metamorphic)
+        if self.options.metamorphic:
+            return DiffResult(Outcome.INCONSISTENT, signature="layout")
+        return DiffResult(Outcome.PASS)
+
+
+def test_an_inconsistency_is_minimized_with_the_relations_that_find_it():
+    c = InconsistentOnlyWithRelations()
+    t = graph(act=1)
+    m = minimize(c, t, c.check(t), options=MinimizeOptions(seconds=5, dims=False, values=False))
+    assert set(c.relations_seen) == {("layout",)}
+    assert m.result.outcome == Outcome.INCONSISTENT and m.operations == 1
+
+
+def test_graph_reduction_tries_the_first_diverging_operation_alone_first():
+    t = graph(act=1)
+    c = checker("planted-activation")
+    r = c.check(t)
+    assert r.first_op == 1
+    m = minimize(c, t, r, options=MinimizeOptions(seconds=20, dims=False, values=False))
+    assert m.steps == ["graph: keep only operation 1 (1 operations)"] and m.checks == 1
+
+
+def test_dims_shrink_to_one_and_to_half_of_each_size():
+    names = [what for what, _ in _dim_candidates(graph(dims=(4, 3)))]
+    assert names[:3] == ["every size 4 -> 1", "every size 4 -> 2", "every size 3 -> 1"]
+
+
+QUANT = T.TENSOR_QUANT8_ASYMM
+
+
+@pytest.mark.parametrize(
+    ("type_", "zero_point", "data", "simpler"),
+    [
+        (QUANT, 128, [3, 200], [[128] * 2, [129] * 2, [0] * 2, [1] * 2]),
+        # The zero point + 1 of 255 is no quant8 value.
+        (QUANT, 255, [3, 200], [[255] * 2, [0] * 2, [1] * 2]),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, 127, [1, 1], [[127] * 2, [0] * 2]),
+    ],
+)
+def test_simpler_values_stay_in_the_type_range(type_, zero_point, data, simpler):
+    from randomgraph.minimize import _simpler_values
+    from randomgraph.testmodel import TestOperand
+
+    o = TestOperand("q", type_, [2], 0.5, zero_point, L.SUBGRAPH_INPUT, data=data)
+    assert [values for _, values in _simpler_values(o)] == simpler

@@ -71,6 +71,11 @@ USAGE_ERRORS = [
         ["random", "--minutes", "1e300"],
         f"argument --minutes: must be at most {MAX_TIMEOUT / 60:.0f} (a year), got 1e300",
     ),
+    # A duration is finite and > 0: --minutes 0 stopped before the first test.
+    (["random", "--minutes", "0"], "argument --minutes: must be a finite number > 0, got 0"),
+    (["random", "--timeout", "-1"], "argument --timeout: must be a finite number > 0, got -1"),
+    (["random", "--timeout", "nan"], "argument --timeout: must be a finite number > 0, got nan"),
+    (["minimize", str(SPEC), "--seconds", "inf"], "argument --seconds: must be a finite number"),
     # --jobs 1000 started ~450 worker processes (+5.4 GB).
     (["random", "--jobs", "1000"], f"argument --jobs: must be <= {max_jobs()}, got 1000"),
     (["random", "--jobs", str(max_jobs() + 1)], f"argument --jobs: must be <= {max_jobs()}"),
@@ -560,3 +565,59 @@ def test_minutes_stop_the_tests(tmp_path):
     groups = preset_groups("custom", campaign.Filters(operations=("ADD",)), num_ops=1)
     s = CampaignSettings(groups=groups, out=tmp_path, seeds=range(3), minutes=1e-9)
     assert run_campaign(s, report=False).ran == 0
+
+
+# ---------------------------------------------------------------------------------------
+# What the options make of the campaign, and its exit status
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "value"),
+    [
+        ([], "seeds", range(50)),  # Android's count
+        (["--minutes", "1"], "seeds", None),  # until the time is up
+        (["--seeds", "7:9"], "seeds", range(7, 9)),
+        ([], "driver", "reference"),
+        (["--partition"], "driver", "partitioned:reference"),
+        ([], "out", "nnfuzz-random-reference"),
+        (["--driver", "reference-1.2"], "out", "nnfuzz-random-reference-1.2"),
+    ],
+)
+def test_the_options_reach_the_campaign(tmp_path, monkeypatch, capsys, extra, field, value):
+    monkeypatch.chdir(tmp_path)
+    settings = []
+
+    def stop(s, **kwargs):
+        settings.append(s)
+        raise campaign.CampaignError("stopped by the test")
+
+    monkeypatch.setattr(campaign, "run_campaign", stop)
+    assert exit_status(["random", *extra]) == 2
+    assert getattr(settings[0], field) == value
+
+
+@pytest.mark.parametrize(
+    ("outcome", "interrupted", "status"),
+    [
+        ("pass", False, 0),
+        ("wrong-result", False, 1),
+        ("pass", True, 130),
+        # Exit status 1 iff some test failed: an interruption does not hide a failure.
+        ("wrong-result", True, 1),
+    ],
+)
+def test_the_exit_status_says_whether_a_test_failed(
+    tmp_path, monkeypatch, capsys, outcome, interrupted, status
+):
+    monkeypatch.chdir(tmp_path)
+
+    def run(s, **kwargs):
+        state = CampaignState()
+        state.counts[outcome] = 1
+        return campaign.CampaignSummary(Path(s.out), state, 1, interrupted=interrupted)
+
+    monkeypatch.setattr(campaign, "run_campaign", run)
+    assert exit_status([*QUICK, "-q"]) == status
+    resume = "interrupted: rerun with --out nnfuzz-random-reference to resume"
+    assert (capsys.readouterr().err.splitlines()[-1:] == [resume]) == interrupted

@@ -145,6 +145,20 @@ def test_string_type_syntax_with_scale_and_zero_point(tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    ("shape", "parsed"),
+    [
+        ("{1, 2}, 0.5f, 127", ([1, 2], "0.5", "127")),
+        ("{2}, 0.5f", ([2], "0.5", "0")),  # one number: the scale, 'f' or not
+        ("{2}, 0.25", ([2], "0.25", "0")),
+        ("{2, 3}", ([2, 3], "0", "0")),
+        ("{}", ([], "0", "0")),
+    ],
+)
+def test_the_string_type_form_reads_dims_scale_and_zero_point(shape, parsed):
+    assert dsl.Type.GetParsedShape(shape) == parsed
+
+
 # --- variations ---------------------------------------------------------------------------
 
 
@@ -562,6 +576,13 @@ LOADER_ERRORS = [
         "m.Operation('ADD', x, y, 0).To(o)\nm.IdentifyInputs(y, x)\n",
         6,
         "IdentifyInputs: model inputs are [Input(x), Input(y)], not [Input(y), Input(x)]",
+    ),
+    (
+        "model = Model()\ni = Input('i', 'TENSOR_FLOAT32', '{2}')\n"
+        "o = Output('o', 'TENSOR_FLOAT32', '{2}')\nmodel.Operation('ABS', i).To(o)\n"
+        "Example({i: [1.0, 2.0], o: [1.0, 2.0]}).AddVariations('quant8')\n",
+        5,
+        "DataTypeConverter('quant8') needs scale and zeroPoint",
     ),
     # Spec code that ends the process or breaks the compiler.
     ("import sys\nsys.exit(0)\n", 2, "the spec called sys.exit(0)"),
@@ -1299,3 +1320,47 @@ def test_cli_specs_expand_and_replay(tmp_path, capsys):
     assert cli_main(["replay", str(wrong), "-k", "wrong"]) == 1
     text = capsys.readouterr().out
     assert "expected [1.5, -2.5]" in text and "actual   [1.5, -2]" in text and "DIFFERS" in text
+
+
+def test_data_type_converter_requantizes_a_quantized_operand(tmp_path):
+    # 128 and 130 at zero point 128, scale 0.5 are 0.0 and 1.0: at scale 0.25, zero
+    # point 100 they are 100 and 104.
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_QUANT8_ASYMM", "{2}, 0.5f, 128")
+        out = Output("out", "TENSOR_QUANT8_ASYMM", "{2}, 0.5f, 128")
+        model.Operation("RELU", a).To(out)
+        requantized = DataTypeConverter().Identify({a: ("TENSOR_QUANT8_ASYMM", 0.25, 100)})
+        Example({a: [128, 130], out: [128, 130]}).AddVariations(requantized).DisableLifeTimeVariation()
+    """
+    q = by_name(load_spec(spec(tmp_path, "rq", text)))["rq_quant8"]
+    assert operand(q, "a").data == [100, 104]
+
+
+def test_the_float16_variation_converts_float_scalars_too(tmp_path):
+    text = """
+        model = Model()
+        a = Input("a", "TENSOR_FLOAT32", "{2}")
+        out = Output("out", "TENSOR_FLOAT32", "{2}")
+        model.Operation("ELU", a, 1.5).To(out)
+        Example({a: [1.0, -2.0], out: [1.0, -1.297]}).AddVariations("float16").DisableLifeTimeVariation()
+    """
+    f16 = by_name(load_spec(spec(tmp_path, "elu", text, folder="V1_3")))["elu_float16"]
+    assert [o.type for o in f16.main.operands] == [T.TENSOR_FLOAT16, T.FLOAT16, T.TENSOR_FLOAT16]
+    assert f16.main.operands[1].data == [1.5]
+
+
+def test_an_ignored_output_stays_ignored_as_the_output_behind_an_added_operation(tmp_path):
+    text = """
+        model = Model()
+        i = Input("i", "TENSOR_FLOAT32", "{2}")
+        o = IgnoredOutput("o", "TENSOR_FLOAT32", "{2}")
+        model.Operation("ABS", i).To(o)
+        Example({i: [1.0, -2.0], o: [0.0, 0.0]}).AddVariations(
+            AllOutputsAsInternalCoverter(), includeDefault=False
+        ).DisableLifeTimeVariation()
+    """
+    (internal,) = load_spec(spec(tmp_path, "ign", text))
+    assert [o.is_ignored for o in internal.main.operands if o.lifetime == L.SUBGRAPH_OUTPUT] == [
+        True
+    ]

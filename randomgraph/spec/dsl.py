@@ -201,7 +201,9 @@ class Type:
             if scale == "":
                 if zero_point == "":
                     return dims, "0", "0"
-                return dims, zero_point, "0"
+                # One number is the scale, which may end in 'f' too (Android's float()
+                # of " 0.5f" refused it).
+                return dims, zero_point.replace("f", "").strip(), "0"
             _left, _, scale = scale.partition(",")
             return dims, scale.replace("f", "").strip(), zero_point.strip()
         return [], "0", "0"
