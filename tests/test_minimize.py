@@ -9,7 +9,7 @@ from driver.builder import ModelBuilder
 from driver.device import ReferenceDevice
 from driver.hal.types import OperandLifeTime as L
 from driver.hal.types import OperandType as T
-from driver.hal.types import OperationType
+from driver.hal.types import OperationType, SymmPerChannelQuantParams
 from driver.memory import pool_buffer
 from fuzz.cli import main as nnfuzz
 from randomgraph.choices import PrngSource, ReplaySource
@@ -81,6 +81,18 @@ def test_sub_test_turns_dropped_readers_into_outputs():
     outs = [sub.main.operands[i] for i in sub.main.output_indexes]
     assert len(outs) == 2  # NEG's output and TANH's output (read only by the dropped ADD)
     assert compute_golden(sub)[0]  # the reference runs it
+
+
+def test_sub_test_makes_a_kept_output_that_nothing_reads_a_model_output():
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (3,))
+    unread = m.add_operand(T.TENSOR_FLOAT32, (3,))
+    m.add_operation(O.TANH, [x], [unread])  # a temporary no operation reads
+    m.add_operation(O.NEG, [x], [m.add_output(T.TENSOR_FLOAT32, (3,))])
+    t = TestModel.from_hal("unread", m.build(), [np.array([1, 2, 3], np.float32)])
+    sub = sub_test(t, [0], reference_values(t))  # the TANH alone
+    assert [sub.main.operands[i].lifetime for i in sub.main.output_indexes] == [L.SUBGRAPH_OUTPUT]
+    np.testing.assert_allclose(compute_golden(sub)[0][0], np.tanh([1, 2, 3]), rtol=1e-6)
 
 
 def test_graph_reduction_keeps_the_failing_operation_only():
@@ -209,6 +221,24 @@ def test_a_graph_reduced_after_the_choice_phase_claims_no_choices():
     assert m.choices is None and m.num_ops is None  # (3, 1, 4) no longer makes m.test
 
 
+def test_the_choice_phase_keeps_only_simpler_choice_sequences():
+    # Every candidate regenerates the failing graph but records a longer sequence than
+    # the one it started from: none is simpler, so the (stripped) original stays.
+    t = graph(act=1)
+    c = checker("planted-activation")
+    m = minimize(
+        c,
+        t,
+        c.check(t),
+        choices=(3, 4, 1, 0, 0),
+        regenerate=lambda choices, num_ops: (t, (3, 4, 1, 0, 7)),
+        num_ops=None,
+        options=MinimizeOptions(seconds=20, graph=False, dims=False, values=False),
+    )
+    assert not any(s.startswith("choices") for s in m.steps), m.steps
+    assert m.choices == (3, 4, 1)  # trailing zeros only: a replay past the end draws 0
+
+
 def test_resized_reinfers_shapes():
     t = graph(dims=(4, 3))
     x = t.main.input_indexes[0]
@@ -227,6 +257,27 @@ def test_resized_reinfers_shapes():
     assert small is not None
     for i in small.main.output_indexes:
         assert small.main.operands[i].dimensions == [0, 0]
+
+
+def test_resized_cuts_the_per_channel_scales_with_their_axis():
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 1), scale=0.5, zero_point=0)
+    scales = SymmPerChannelQuantParams(0, (0.5, 0.25, 0.125))
+    weights = np.array([1, 2, 3], np.int8).reshape(3, 1, 1, 1)
+    f = m.add_constant(
+        T.TENSOR_QUANT8_SYMM_PER_CHANNEL, (3, 1, 1, 1), weights, channel_quant=scales
+    )
+    b = m.add_constant(T.TENSOR_INT32, (3,), np.array([0, 1, 2], np.int32))
+    y = m.add_output(T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 3), scale=1.0, zero_point=0)
+    pad_stride_act = [m.add_scalar(T.INT32, v) for v in (0, 0, 0, 0, 1, 1, 0)]
+    m.add_operation(O.CONV_2D, [x, f, b, *pad_stride_act], [y])
+    inputs = [np.array([2, 4, 6, 8], np.uint8).reshape(1, 2, 2, 1)]
+    t = TestModel.from_hal("conv", m.build(), inputs)
+    small = resized(t, {(f, 0): 2, (b, 0): 2})  # two output channels of three
+    assert small is not None
+    assert small.main.operands[f].channel_quant == SymmPerChannelQuantParams(0, (0.5, 0.25))
+    assert small.main.operands[y].dimensions == [1, 2, 2, 2]
+    np.testing.assert_array_equal(compute_golden(small)[0][0], compute_golden(t)[0][0][..., :2])
 
 
 def test_choice_sequence_shrinks_and_stays_valid():

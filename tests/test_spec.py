@@ -397,6 +397,11 @@ LOADER_ERRORS = [
         "Example 'short': operand i (TENSOR_FLOAT32 [2]) needs 2 values, got 1",
     ),
     ("model = Model()\nundefined_name + 1\n", 2, "NameError"),
+    (
+        _abs_spec(OK_EXAMPLE, '"TENSOR_FLOAT33", "{2}"'),
+        2,
+        "operand i: unknown type 'TENSOR_FLOAT33'",
+    ),
     # Example values that are not numbers of the operand's type.
     (
         _abs_spec("Example({i: ['a', 'b'], o: [1.0, 2.0]})"),
