@@ -528,3 +528,11 @@ def wrong_dynamic_shapes() -> ReportingDevice:
     output's dims unspecified (right values, wrong shapes: only the dynamic-output-shape
     run of a spec fails)."""
     return ReportingDevice(rewrite=_wrong_dynamic_shapes)
+
+
+def relaxed_in_float16() -> ReferenceDevice:
+    """The reference computing relaxed models in float16 range and precision, as the HAL
+    allows (a correct driver whose relaxed results differ from float32's)."""
+    from driver.device import DeviceConfig
+
+    return ReferenceDevice(DeviceConfig(name="relaxed-in-float16", emulate_relaxed_float16=True))

@@ -1170,6 +1170,12 @@ BROKEN_QOS_RULES = [
         lambda case: {"data": Draws(_invalid_request(case))},
         "burst, <request: input 0 removed>: GENERAL_FAILURE, expected INVALID_ARGUMENT",
     ),
+    (
+        "wrong_dynamic_shapes",
+        "metamorphic:test_dynamic_output_shape_equals_static",
+        lambda case: {},
+        "sync: reported output shapes [(2, 1)], static [(2,)]",
+    ),
 ]
 
 
@@ -1191,3 +1197,476 @@ def test_a_property_fails_the_driver_that_breaks_its_rule(
     with pytest.raises(AssertionError) as failure:
         test.hypothesis.inner_test(nn_driver=misbehaving, case=case, **draws(case))
     assert fails_with in str(failure.value), str(failure.value)
+
+
+# ---------------------------------------------------------------------------------------
+# The strategies: valid cases of the forms they promise, at the asked HAL version
+# ---------------------------------------------------------------------------------------
+
+
+def _drawn(strategy, n: int = 40) -> list:
+    """``n`` deterministic examples of ``strategy`` (no shrinking, no database)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    found = []
+    quiet = settings(
+        max_examples=n,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+
+    @quiet
+    @given(strategy)
+    def collect(example) -> None:
+        found.append(example)
+
+    collect()
+    return found
+
+
+@pytest.mark.parametrize("version", [HalVersion.V1_0, HalVersion.V1_3], ids=["1.0", "1.3"])
+def test_every_generated_signature_has_a_valid_case_that_runs(version):
+    """Each (operation, type) the differential property targets at ``version`` has a
+    case, valid at that version, whose inputs and reference outputs have the declared
+    shapes and whose results are finite (the module's promise)."""
+    from driver.validation import validate_model
+    from nnfuzz_pytest.session import first_case
+    from nnfuzz_pytest.strategies import MAX_ELEMENTS, OPERATIONS, operation_types
+
+    for op in sorted(OPERATIONS):
+        for type_code in operation_types(op, version):
+            case = first_case(version, op, {type_code})
+            signature = f"{O(op).name} on {T(type_code).name}"
+            assert case is not None, f"no case of {signature} at HAL {version.label}"
+            validate_model(case.model, version)
+            main = case.model.main
+            assert main.operands[main.operations[0].inputs[0]].type == type_code, signature
+            for i, value in zip(main.input_indexes, case.inputs):
+                assert value.shape == tuple(main.operands[i].dimensions), signature
+                assert value.size <= MAX_ELEMENTS, signature
+            for i, value in zip(main.output_indexes, case.expected()):
+                assert value.shape == tuple(main.operands[i].dimensions), signature
+                assert np.isfinite(value.astype(np.float64)).all(), signature
+
+
+DRAWN = [
+    # (operation, HAL version): those whose values, windows or quantization need care
+    (O.DIV, HalVersion.V1_3),
+    (O.MUL, HalVersion.V1_3),  # quant8: output scale > the input scales' product
+    (O.FULLY_CONNECTED, HalVersion.V1_0),
+    (O.CONV_2D, HalVersion.V1_3),
+    (O.AVERAGE_POOL_2D, HalVersion.V1_3),
+    (O.SOFTMAX, HalVersion.V1_0),
+]
+
+
+@pytest.mark.parametrize("op, version", DRAWN, ids=[f"{O(op).name}-{v.label}" for op, v in DRAWN])
+def test_drawn_cases_are_valid_and_finite(op, version):
+    """Many draws: every model valid at its version, its reference outputs of the
+    declared shapes and finite (a divisor is never near 0), no pooling window all in
+    the padding (Android divides by the count of real elements)."""
+    from driver.validation import validate_model
+    from nnfuzz_pytest.strategies import one_operation_models
+
+    padded = unequal_strides = False
+    for case in _drawn(one_operation_models(version, operations={op}), 20):
+        validate_model(case.model, version)
+        main = case.model.main
+        for i, value in zip(main.output_indexes, case.expected()):
+            assert value.shape == tuple(main.operands[i].dimensions), case
+            assert np.isfinite(value.astype(np.float64)).all(), case
+        if op == O.AVERAGE_POOL_2D:
+            left, right, top, bottom, _, _, fw, fh = (_scalar(case, k) for k in range(1, 9))
+            assert left < fw and right < fw and top < fh and bottom < fh, case
+            padded |= max(left, right, top, bottom) > 0
+        if op == O.CONV_2D:
+            unequal_strides |= _scalar(case, 7) != _scalar(case, 8)  # width, height
+    assert padded or op != O.AVERAGE_POOL_2D
+    assert unequal_strides or op != O.CONV_2D
+
+
+def _operation_inputs(case) -> list:
+    main = case.model.main
+    return [main.operands[i] for i in main.operations[0].inputs]
+
+
+def _scalar(case, position: int):
+    from driver.validation import read_constant
+
+    return read_constant(case.model, _operation_inputs(case)[position]).item()
+
+
+def _broadcasts_by(case) -> str | None:
+    a, b = (tuple(o.dimensions) for o in _operation_inputs(case)[:2])
+    if len(a) != len(b):
+        return "missing dims"
+    return "size-1 dims" if a != b else None
+
+
+def test_elementwise_cases_cover_broadcasting_constants_and_every_activation():
+    """The elementwise family's promise: broadcasting by missing dims and by size-1
+    dims, a constant second operand, every fused activation (NONE, RELU, RELU1, RELU6)."""
+    from hypothesis import strategies as st
+
+    from driver.hal.types import OperandLifeTime
+    from nnfuzz_pytest.strategies import _broadcast_partner, one_operation_models
+
+    seen = set()
+    for case in _drawn(one_operation_models(HalVersion.V1_3, operations={O.ADD}), 60):
+        seen.add(f"activation {_scalar(case, 2)}")
+        if _operation_inputs(case)[1].lifetime == OperandLifeTime.CONSTANT_COPY:
+            seen.add("constant operand")
+    base = (2, 3, 4)
+    for partner in _drawn(st.composite(lambda draw: _broadcast_partner(draw, base))(), 40):
+        if len(partner) < len(base):
+            seen.add("missing dims")
+        if 1 in partner:
+            seen.add("size-1 dims")
+    activations = {f"activation {code}" for code in range(4)}
+    assert {"missing dims", "size-1 dims", "constant operand", *activations} <= seen, seen
+
+
+def test_generated_types_and_graphs_follow_the_hal_version():
+    """A type counts from the version that introduced it for the operation (so the
+    differential property has a target for it there), and the generator's graphs are
+    valid at the driver's version."""
+    from driver.validation import validate_model
+    from nnfuzz_pytest.strategies import generated_models, operation_types
+
+    F32, Q8, F16, S8 = (
+        T.TENSOR_FLOAT32,
+        T.TENSOR_QUANT8_ASYMM,
+        T.TENSOR_FLOAT16,
+        T.TENSOR_QUANT8_ASYMM_SIGNED,
+    )
+    assert operation_types(O.SUB, HalVersion.V1_1) == [F32]
+    assert operation_types(O.SUB, HalVersion.V1_2) == [F32, Q8, F16]
+    assert operation_types(O.TANH, HalVersion.V1_2) == [F32, Q8, F16]
+    assert operation_types(O.CONV_2D, HalVersion.V1_3) == [F32, Q8, F16, S8]
+    for version in (HalVersion.V1_0, HalVersion.V1_2):
+        for case in _drawn(generated_models(version), 8):
+            validate_model(case.model, version)
+
+
+def test_type_and_layout_restrictions_give_only_matching_one_operation_models():
+    """``types`` and ``layout=True`` narrow to the families (no generator graphs);
+    ``layout=True`` gives CONV_2D and pooling with an explicit NHWC flag (false), from
+    HAL 1.2 on."""
+    from nnfuzz_pytest.strategies import LAYOUT_OPERATIONS, valid_models
+
+    for case in _drawn(valid_models(HalVersion.V1_3, types={T.TENSOR_QUANT8_ASYMM}), 40):
+        assert len(case.operation_types) == 1, case
+        assert _operation_inputs(case)[0].type == T.TENSOR_QUANT8_ASYMM, case
+    for case in _drawn(valid_models(HalVersion.V1_2, layout=True), 20):
+        (op,) = case.operation_types
+        assert op in LAYOUT_OPERATIONS, case
+        flags = [o for o in _operation_inputs(case) if o.type == T.BOOL]
+        assert len(flags) == 1 and _scalar(case, -1) is False, case
+
+
+def test_a_graphs_ignored_outputs_become_output_positions():
+    """The generator names ignored outputs by operand index; a Case by output position."""
+    from types import SimpleNamespace
+
+    from nnfuzz_pytest.strategies import case_of_graph
+
+    main = SimpleNamespace(output_indexes=[5, 7, 1])
+    graph = SimpleNamespace(model=SimpleNamespace(main=main), inputs=[], ignored_outputs=[7, 1])
+    assert case_of_graph(graph).ignored == {1, 2}
+
+
+def test_a_case_prints_its_operands_quantization_and_values():
+    """What a failing example shows: inputs with their values, constants, the
+    quantization of each quantized operand (a zero point of 0 too)."""
+    from nnfuzz_pytest.strategies import describe
+
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_QUANT8_ASYMM, (2,), scale=0.5, zero_point=0)
+    y = b.add_constant(T.TENSOR_QUANT8_ASYMM, (2,), [3, 4], scale=0.25, zero_point=7)
+    out = b.add_output(T.TENSOR_QUANT8_ASYMM, (2,), scale=1.0, zero_point=0)
+    b.add_operation(O.ADD, [x, y, b.add_scalar(T.INT32, 0)], [out])
+    text = describe(b.build(), [np.uint8([1, 2])])
+    assert text == (
+        "<model: ADD(#0 input TENSOR_QUANT8_ASYMM[2] scale=0.5 zp=0 = [1, 2], "
+        "#1 const TENSOR_QUANT8_ASYMM[2] scale=0.25 zp=7 = [3, 4], #3 const INT32 = 0) "
+        "-> #2 TENSOR_QUANT8_ASYMM[2] scale=1.0 zp=0>"
+    ), text
+
+
+# ---------------------------------------------------------------------------------------
+# The metamorphic transforms keep the semantics their docs state (on the reference)
+# ---------------------------------------------------------------------------------------
+
+
+def _run_reference(case) -> list[np.ndarray]:
+    from driver.executor import Executor
+
+    return Executor(case.model).run(list(case.inputs))
+
+
+def _quant8_add_case():
+    """ADD of a quant8 input and a quant8 constant (zero points 100 and 30)."""
+    from nnfuzz_pytest.strategies import Case
+
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_QUANT8_ASYMM, (4,), scale=0.5, zero_point=100)
+    y = b.add_constant(T.TENSOR_QUANT8_ASYMM, (4,), [0, 30, 200, 255], scale=0.25, zero_point=30)
+    out = b.add_output(T.TENSOR_QUANT8_ASYMM, (4,), scale=0.5, zero_point=120)
+    b.add_operation(O.ADD, [x, y, b.add_scalar(T.INT32, 0)], [out])
+    return Case(b.build(), (np.uint8([0, 90, 130, 255]),))
+
+
+def _float_case(shape=(1, 2, 2, 1), *, activation: int = 0):
+    """ADD of a float32 input (negative values, not exact in float16) and a constant."""
+    from nnfuzz_pytest.strategies import Case
+
+    values = np.linspace(-1.3, 0.7, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_FLOAT32, shape)
+    y = b.add_constant(T.TENSOR_FLOAT32, shape, (values * 0.1 + 0.01).reshape(-1).tolist())
+    out = b.add_output(T.TENSOR_FLOAT32, shape)
+    b.add_operation(O.ADD, [x, y, b.add_scalar(T.INT32, activation)], [out])
+    return Case(b.build(), (values,))
+
+
+def _nhwc_conv_case():
+    from nnfuzz_pytest.strategies import one_operation_models
+
+    strategy = one_operation_models(HalVersion.V1_2, operations={O.CONV_2D}, layout=True)
+    # Height and width above 1 and unequal: a transposition mixing them shows.
+    return next(
+        c for c in _drawn(strategy, 30) if 1 < c.inputs[0].shape[1] != c.inputs[0].shape[2] > 1
+    )
+
+
+def test_to_signed_shifts_every_quant8_operand_by_128():
+    from nnfuzz_pytest import transforms
+
+    case = _quant8_add_case()
+    signed = transforms.to_signed(case, HalVersion.V1_3)
+    assert {o.type for o in signed.model.main.operands if o.type != T.INT32} == {
+        T.TENSOR_QUANT8_ASYMM_SIGNED
+    }
+    expected = _run_reference(case)[0].astype(np.int16) - 128
+    np.testing.assert_array_equal(_run_reference(signed)[0], expected)
+    assert transforms.to_signed(case, HalVersion.V1_2) is None  # no signed type before 1.3
+
+
+def test_to_signed_skips_pad_v2_whose_pad_value_is_not_shifted():
+    from nnfuzz_pytest import transforms
+    from nnfuzz_pytest.strategies import Case
+
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_QUANT8_ASYMM, (2,), scale=0.5, zero_point=10)
+    pads = b.add_constant(T.TENSOR_INT32, (1, 2), [1, 1])
+    out = b.add_output(T.TENSOR_QUANT8_ASYMM, (4,), scale=0.5, zero_point=10)
+    b.add_operation(O.PAD_V2, [x, pads, b.add_scalar(T.INT32, 7)], [out])
+    assert transforms.to_signed(Case(b.build(), (np.uint8([1, 2]),)), HalVersion.V1_3) is None
+
+
+def test_to_nchw_transposes_the_data_and_sets_the_flag():
+    from nnfuzz_pytest import transforms
+
+    case = _nhwc_conv_case()
+    nchw = transforms.to_nchw(case, HalVersion.V1_2)
+    assert nchw is not None and _scalar(nchw, -1) is True
+    np.testing.assert_array_equal(nchw.inputs[0], case.inputs[0].transpose(0, 3, 1, 2))
+    back = _run_reference(nchw)[0].transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(back, _run_reference(case)[0], rtol=1e-5, atol=1e-5)
+    # A model already NCHW (its flag true) is left alone.
+    assert transforms.to_nchw(nchw, HalVersion.V1_2) is None
+
+
+def test_constants_as_inputs_moves_only_the_chosen_tensors():
+    from driver.hal.types import OperandLifeTime
+    from nnfuzz_pytest import transforms
+
+    case = _float_case()
+    _, constant, scalar = case.model.main.operations[0].inputs  # the operand, activation
+    variant = transforms.constants_as_inputs(case, [constant, scalar], HalVersion.V1_0)
+    main = variant.model.main
+    assert main.operands[main.input_indexes[-1]].dimensions == (1, 2, 2, 1)
+    assert len(main.input_indexes) == 2, "the activation scalar stays a constant"
+    assert main.operands[main.operations[0].inputs[2]].lifetime == OperandLifeTime.CONSTANT_COPY
+    np.testing.assert_array_equal(_run_reference(variant)[0], _run_reference(case)[0])
+
+
+@pytest.mark.parametrize(
+    "version, shape", [(HalVersion.V1_0, (1, 2, 2, 1)), (HalVersion.V1_2, (3,))], ids=["1.0", "1.2"]
+)
+def test_an_input_behind_identity_add_gives_the_same_outputs(version, shape):
+    """From the version ADD takes the type, up to rank 4, negative values unchanged (no
+    activation)."""
+    from nnfuzz_pytest import transforms
+
+    case = _float_case(shape)
+    variant = transforms.behind_identity_add(case, 0, version)
+    assert variant is not None
+    assert [op.type for op in variant.model.main.operations] == [O.ADD, O.ADD]
+    np.testing.assert_array_equal(_run_reference(variant)[0], _run_reference(case)[0])
+
+
+def test_relaxed_and_dynamic_variants():
+    from nnfuzz_pytest import transforms
+
+    case = _float_case()
+    variant = transforms.relaxed(case, HalVersion.V1_1)
+    assert variant is not None and variant.model.relaxed
+    assert transforms.relaxed(case, HalVersion.V1_0) is None
+
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_FLOAT32, (2, 3))
+    first, second = b.add_output(T.TENSOR_FLOAT32, (2, 3)), b.add_output(T.TENSOR_FLOAT32, (2, 3))
+    b.add_operation(O.RELU, [x], [first])
+    b.add_operation(O.RELU6, [x], [second])
+    main = transforms.dynamic_outputs(b.build()).main
+    assert [main.operands[i].dimensions for i in main.output_indexes] == [(0, 0), (0, 0)]
+
+
+# (property, its case): each relation holds on the reference, called directly on one
+# case, so a relation whose expected transformation is wrong fails it
+RELATIONS = [
+    ("test_quant8_signed_is_unsigned_minus_128", _quant8_add_case, "reference"),
+    ("test_nchw_is_transposed_nhwc", _nhwc_conv_case, "reference"),
+    # A driver may compute a relaxed model in float16: judged by the float16 criterion.
+    (
+        "test_relaxed_is_within_relaxed_tolerance_of_float32",
+        _float_case,
+        "tests.drivers:relaxed_in_float16",
+    ),
+    ("test_dynamic_output_shape_equals_static", _float_case, "reference"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using `assume` outside a property-based test")
+@pytest.mark.parametrize("prop, case, driver", RELATIONS, ids=[r[0] for r in RELATIONS])
+def test_each_metamorphic_relation_holds_on_a_correct_driver(active_session, prop, case, driver):
+    from nnfuzz_pytest.conformance import metamorphic
+
+    driver = active_session(driver)
+    getattr(metamorphic, prop).hypothesis.inner_test(nn_driver=driver, case=case())
+
+
+# ---------------------------------------------------------------------------------------
+# The lifecycle machine's expectations, step by step (the reference meets them all)
+# ---------------------------------------------------------------------------------------
+
+
+def test_lifecycle_buffer_steps_expect_the_hal_statuses(active_session):
+    """An input buffer never written: executing from it is GENERAL_FAILURE; using it as
+    an output, or a freed buffer's token, is INVALID_ARGUMENT; an execution into an
+    output buffer initializes it with the output's bytes."""
+    from nnfuzz_pytest.conformance.lifecycle import DriverLifecycle
+
+    active_session("reference")
+    machine = DriverLifecycle()
+    ref = machine.prepare(case=_add_case((2,)))
+    unwritten = machine.allocate(p=ref, data=Draws(("input", 0)))
+    machine.execute_with_buffer(b=unwritten)
+    machine.use_buffer_elsewhere(b=unwritten, p=ref)
+    written = machine.allocate(p=ref, data=Draws(("output", 0)))
+    machine.execute_with_buffer(b=written)
+    assert written.initialized and written.data == np.float32([4, 6]).tobytes()
+    machine.copy_to(b=written)
+    machine.free_buffer(b=unwritten)
+    assert [t[0] for t in machine.freed_tokens] == [unwritten.token]
+    machine.use_freed_token(data=Draws(machine.freed_tokens[0]))
+    machine.queries_never_change()
+    machine.queries_never_change()
+
+
+def test_lifecycle_notices_queries_that_change(active_session):
+    from nnfuzz_pytest.conformance.lifecycle import DriverLifecycle
+
+    active_session("tests.drivers:inconsistent_queries")
+    machine = DriverLifecycle()
+    machine.queries_never_change()
+    with pytest.raises(AssertionError, match="getVersionString changed during the lifecycle"):
+        machine.queries_never_change()
+
+
+# ---------------------------------------------------------------------------------------
+# The differential property: its targets, and the criteria its comparison uses
+# ---------------------------------------------------------------------------------------
+
+
+def test_differential_targets_are_the_drivers_operations_and_types(active_session):
+    from nnfuzz_pytest.conformance.differential import _signature, differential_targets
+    from nnfuzz_pytest.session import current
+
+    active_session("reference-1.2")
+    current().operations = frozenset({O.ADD, O.TANH})
+    assert differential_targets() == [
+        *("ADD-float32", "ADD-quant8", "ADD-float16"),
+        *("TANH-float32", "TANH-quant8", "TANH-float16"),
+        "graphs",
+    ]
+    assert _signature("ADD-quant8") == (O.ADD, T.TENSOR_QUANT8_ASYMM)
+    assert _signature("ADD-quant8_signed") == (O.ADD, T.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+def test_a_differential_target_the_driver_does_not_support_is_skipped(active_session):
+    from nnfuzz_pytest.conformance.differential import test_outputs_match_reference
+
+    driver = active_session("partial-quant")
+    try:
+        test_outputs_match_reference(driver, "ADD-quant8")  # supported: runs and passes
+    except pytest.skip.Exception as skipped:
+        raise AssertionError(f"a supported target was skipped: {skipped}") from None
+    with pytest.raises(pytest.skip.Exception, match="does not support ADD-float32"):
+        test_outputs_match_reference(driver, "ADD-float32")
+
+
+def _two_outputs_model(relaxed: bool = False):
+    b = ModelBuilder()
+    x = b.add_input(T.TENSOR_FLOAT32, (2,))
+    first, second = b.add_output(T.TENSOR_FLOAT32, (2,)), b.add_output(T.TENSOR_FLOAT32, (2,))
+    b.add_operation(O.RELU, [x], [first])
+    b.add_operation(O.RELU6, [x], [second])
+    model = b.build()
+    if relaxed:
+        import dataclasses
+
+        model = dataclasses.replace(model, relax_computation_float32_to_float16=True)
+    return model
+
+
+def test_the_comparison_names_the_output_skips_ignored_ones_and_relaxes_relaxed_models():
+    from nnfuzz_pytest.checks import assert_close
+    from randomgraph.criteria import CRITERIA_SETS
+
+    expected = [np.float32([0.1, 0.2]), np.float32([0.3, 0.4])]
+    off = [expected[0], np.float32([0.3, 0.9])]
+    with pytest.raises(AssertionError, match=r"small_graph criteria\): output 1: 1/2 elements"):
+        assert_close(_two_outputs_model(), off, expected, "x")
+    assert_close(_two_outputs_model(), off, expected, "x", ignored=frozenset({1}))
+    # A relaxed model's float32 outputs are held to the float16 criterion.
+    strict = CRITERIA_SETS["strict"]
+    in_float16 = [e.astype(np.float16).astype(np.float32) for e in expected]
+    assert_close(_two_outputs_model(relaxed=True), in_float16, expected, "x", strict)
+    with pytest.raises(AssertionError, match="output 0"):
+        assert_close(_two_outputs_model(), in_float16, expected, "x", strict)
+
+
+def test_same_bits_means_the_same_bytes_and_shape():
+    from nnfuzz_pytest.checks import assert_same_bits
+
+    with pytest.raises(AssertionError, match=r"first at element 1: .*-0\.0\)? vs "):
+        assert_same_bits([np.float32([1, -0.0])], [np.float32([1, 0.0])], "x")
+    with pytest.raises(AssertionError, match=r"shape \[1\] vs \[\]"):
+        assert_same_bits([np.float32([2])], [np.float32(2)], "x")
+    assert_same_bits([np.float32([2])], [np.float32([3])], "x", ignored=frozenset({0}))
+
+
+def test_a_supported_operations_answer_must_flag_each_operation():
+    from nnfuzz_pytest.checks import prepare_supported
+
+    class OneFlagShort:
+        def supported(self, model):
+            return ErrorStatus.NONE, [True]
+
+    with pytest.raises(AssertionError, match="gave 1 flags for 2 operations"):
+        prepare_supported(OneFlagShort(), _two_outputs_model())
