@@ -735,7 +735,11 @@ def _boxes_at_least_1(main, operation) -> bool:
 
 INVARIANTS = [
     # (operation, what every generated one keeps, whether an operation keeps it)
-    (O.DIV, "a divisor without zeros", lambda t, m, op: 0 not in m.operands[op.inputs[1]].data),
+    (
+        O.DIV,
+        "divisors of magnitude 0.5 or more (no quotient blows up)",
+        lambda t, m, op: min(map(abs, m.operands[op.inputs[1]].data)) >= 0.5,
+    ),
     (O.SQRT, "nonnegative values", lambda t, m, op: min(m.operands[op.inputs[0]].data) >= 0),
     (
         O.GATHER,
