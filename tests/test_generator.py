@@ -19,6 +19,7 @@ from driver.hal.types import OperandLifeTime as L
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
 from driver.memory import pool_buffer
+from driver.operations import REGISTRY
 from driver.validation import validate_model
 from randomgraph.choices import PrngSource
 from randomgraph.coverage import Coverage, allowed_data_types
@@ -30,7 +31,7 @@ from randomgraph.generator import (
     regenerate,
     resolve_config,
 )
-from randomgraph.generator.dims import DimSolver, Unsatisfiable
+from randomgraph.generator.dims import DimSolver, Unsatisfiable, draw_dims
 from randomgraph.spec.loader import load_spec
 from randomgraph.strategies import valid_models
 
@@ -89,7 +90,7 @@ def test_every_operation_alone(op):
 
 def test_an_lstm_scratch_buffer_is_the_only_ignored_output():
     """Its contents are unspecified, so it is marked ignored (not compared) in the graph
-    and in its test model (the spec), and no other output is."""
+    and in its test model (the spec), written as zeros, and no other output is."""
     for seed in range(3):
         graph = _timed(seed, "small", operations=frozenset({O.LSTM}), num_ops=1)
         main = graph.model.main
@@ -97,9 +98,11 @@ def test_an_lstm_scratch_buffer_is_the_only_ignored_output():
         assert graph.ignored_outputs == [lstm.outputs[0]]
         marked = [i for i in main.output_indexes if graph.test_model.main.operands[i].is_ignored]
         assert marked == [lstm.outputs[0]]
-        assert [
-            i for i in main.output_indexes if graph.with_expected().main.operands[i].is_ignored
-        ] == marked
+        expected = graph.with_expected()
+        assert [i for i in main.output_indexes if expected.main.operands[i].is_ignored] == marked
+        # A spec writes the unspecified values as zeros (the reference's are not).
+        scratch = expected.main.operands[lstm.outputs[0]]
+        assert len(scratch.data) == np.prod(scratch.dimensions) and not any(scratch.data)
 
 
 @pytest.mark.parametrize("version", list(HalVersion), ids=lambda v: v.name)
@@ -513,6 +516,275 @@ def test_a_thousand_single_operation_seeds_cover_every_operation_and_data_type()
     assert "102/102 operations" in table
 
 
+# --- forms: every parameter form a rule declares comes up -----------------------------------
+
+FORM_SEEDS = 600
+"""Single-operation seeds a form may take to come up: the slowest (a RESIZE_BILINEAR
+signature among its 32) first came at seed 274."""
+
+
+def _single_operations(op, seeds: int = FORM_SEEDS, **kw):
+    """(test model, main subgraph, operation) of each ``op`` the single-operation sweep
+    makes, seed after seed (the caller stops when it has seen enough)."""
+    for seed in range(seeds):
+        test = generate(seed, "single", operations=frozenset({op}), **kw).test_model
+        for operation in test.main.operations:
+            if operation.type == op:
+                yield test, test.main, operation
+
+
+def _signature_of(decl, types_in, types_out):
+    for s in decl.signatures:
+        if s.expand_inputs(len(types_in)) == types_in and (
+            s.expand_outputs(len(types_out)) == types_out
+        ):
+            return (s.inputs, s.outputs)
+    return None
+
+
+@pytest.mark.parametrize(
+    "op", [o for o in STANDARD_OPERATIONS if o not in (O.IF, O.WHILE)], ids=lambda o: o.name
+)
+def test_every_declared_form_is_generated(op):
+    """Every signature of the declaration (explicit or implicit padding, with a layout,
+    with dilation, with an axis, with state outputs, ...), every optional input both
+    omitted and present, and every BOOL parameter (layout NCHW, keep_dims, time-major,
+    align_corners, ...) both false and true: a rule that silently narrows fails here."""
+    decl = REGISTRY[op]
+    wanted = {("signature", (s.inputs, s.outputs)) for s in decl.signatures}
+    for s in decl.signatures:
+        wanted |= {("omitted", k, flag) for k in s.optional for flag in (False, True)}
+        wanted |= {("bool", j, v) for j in range(s.inputs.count(T.BOOL)) for v in (False, True)}
+    seen: set = set()
+    for _, main, operation in _single_operations(op):
+        inputs = [main.operands[i] for i in operation.inputs]
+        outputs = [main.operands[i] for i in operation.outputs]
+        seen.add(
+            (
+                "signature",
+                _signature_of(decl, tuple(o.type for o in inputs), tuple(o.type for o in outputs)),
+            )
+        )
+        seen |= {("omitted", k, o.lifetime == L.NO_VALUE) for k, o in enumerate(inputs)}
+        flags = [bool(o.data[0]) for o in inputs if o.type == T.BOOL]
+        seen |= {("bool", j, v) for j, v in enumerate(flags)}
+        if wanted <= seen:
+            break
+    assert sorted(map(str, wanted - seen)) == []
+
+
+def _ints(main, operation, k: int) -> list[int]:
+    """The values of input ``k`` (a constant or an example input) as ints."""
+    return [int(v) for v in main.operands[operation.inputs[k]].data]
+
+
+def _int_params(main, operation) -> list[int]:
+    """A convolution's INT32 scalars after its bias, up to the layout flag (padding,
+    strides, multiplier or groups, activation)."""
+    params = []
+    for i in operation.inputs[3:]:
+        o = main.operands[i]
+        if o.type != T.INT32:
+            break
+        params.append(int(o.data[0]))
+    return params
+
+
+def _dims(main, operation, k: int, *, output: bool = False) -> list[int]:
+    return main.operands[(operation.outputs if output else operation.inputs)[k]].dimensions
+
+
+def _omitted(main, operation, *positions: int) -> bool:
+    return all(main.operands[operation.inputs[k]].lifetime == L.NO_VALUE for k in positions)
+
+
+def _referenced_ops(test, main, operation, k: int) -> set:
+    """Operation types of the subgraph input ``k`` of an IF/WHILE names."""
+    sub = test.referenced[int(main.operands[operation.inputs[k]].data[0])]
+    return {o.type for o in sub.operations}
+
+
+def _quant_conv_multiplier_at_most_1(main, operation) -> bool:
+    x, w, out = (main.operands[i] for i in (*operation.inputs[:2], operation.outputs[0]))
+    return w.type == T.TENSOR_QUANT8_ASYMM and out.scale <= x.scale * w.scale
+
+
+FORMS = [
+    # (operation, the form, whether an operation has it, generate() filters)
+    # Implicit padding: [code, stride w, stride h, activation] (explicit: 4 pads first).
+    (O.CONV_2D, "implicit SAME padding", lambda t, m, op: _int_params(m, op)[::4] == [1], {}),
+    (
+        O.CONV_2D,
+        "dilation 2",
+        lambda t, m, op: (
+            m.operands[op.inputs[-3]].type == T.BOOL  # layout, then dilations
+            and 2 in _ints(m, op, -1) + _ints(m, op, -2)
+        ),
+        {},
+    ),
+    (
+        O.CONV_2D,
+        "a quantized output multiplier >= 1 (HAL 1.2+)",
+        lambda t, m, op: _quant_conv_multiplier_at_most_1(m, op),
+        {"data_types": frozenset({T.TENSOR_QUANT8_ASYMM})},
+    ),
+    (O.DEPTHWISE_CONV_2D, "depth multiplier > 1", lambda t, m, op: _int_params(m, op)[-2] > 1, {}),
+    (O.GROUPED_CONV_2D, "several groups", lambda t, m, op: _int_params(m, op)[-2] > 1, {}),
+    (O.RESHAPE, "an inferred (-1) dim", lambda t, m, op: -1 in _ints(m, op, 1), {}),
+    (O.SLICE, "a size of -1 (to the end)", lambda t, m, op: -1 in _ints(m, op, 2), {}),
+    (O.STRIDED_SLICE, "a negative stride", lambda t, m, op: min(_ints(m, op, 3)) < 0, {}),
+    (O.STRIDED_SLICE, "a begin mask", lambda t, m, op: _ints(m, op, 4) != [0], {}),
+    (O.STRIDED_SLICE, "a shrink-axis mask", lambda t, m, op: _ints(m, op, 6) != [0], {}),
+    (O.CONCATENATION, "three tensors", lambda t, m, op: len(op.inputs) == 4, {}),
+    (
+        O.EXPAND_DIMS,
+        "a new last axis (axis = rank)",
+        lambda t, m, op: _ints(m, op, 1) == [len(_dims(m, op, 0))],
+        {},
+    ),
+    (O.GATHER, "a negative axis", lambda t, m, op: _ints(m, op, 1)[0] < 0, {}),
+    (O.PAD, "nonzero padding", lambda t, m, op: max(_ints(m, op, 1)) > 0, {}),
+    (O.SPLIT, "several outputs", lambda t, m, op: len(op.outputs) > 1, {}),
+    (
+        O.REDUCE_SUM,
+        "a repeated axis (-k and k)",
+        lambda t, m, op: (
+            len({a % len(_dims(m, op, 0)) for a in _ints(m, op, 1)}) < len(_ints(m, op, 1))
+        ),
+        {},
+    ),
+    (O.TOPK_V2, "k > 1", lambda t, m, op: _ints(m, op, 1)[0] > 1, {}),
+    (
+        O.SOFTMAX,
+        "a negative axis",
+        lambda t, m, op: len(op.inputs) == 3 and _ints(m, op, 2)[0] < 0,
+        {},
+    ),
+    (
+        O.SOFTMAX,
+        "rank 4 before HAL 1.2",
+        lambda t, m, op: len(_dims(m, op, 0)) == 4,
+        {"versions": (HalVersion.V1_0,)},
+    ),
+    (
+        O.ADD,
+        "the broadcast operand first",
+        lambda t, m, op: np.prod(_dims(m, op, 0)) < np.prod(_dims(m, op, 1)),
+        {},
+    ),
+    (O.ABS, "a rank-5 input", lambda t, m, op: len(_dims(m, op, 0)) == 5, {}),
+    (
+        O.HASHTABLE_LOOKUP,
+        "a key not in the table",
+        lambda t, m, op: bool(set(_ints(m, op, 0)) - set(_ints(m, op, 1))),
+        {},
+    ),
+    (
+        O.FULLY_CONNECTED,
+        "an input size other than the input's last dim",
+        lambda t, m, op: _dims(m, op, 1)[1] != _dims(m, op, 0)[-1],
+        {},
+    ),
+    (
+        O.BIDIRECTIONAL_SEQUENCE_RNN,
+        "a parallel auxiliary input (no aux weights)",
+        lambda t, m, op: not _omitted(m, op, 9) and _omitted(m, op, 10, 11),
+        {},
+    ),
+    (
+        O.BIDIRECTIONAL_SEQUENCE_LSTM,
+        "a parallel auxiliary input (no aux weights)",
+        lambda t, m, op: not _omitted(m, op, 39) and _omitted(m, op, *range(40, 48)),
+        {},
+    ),
+    (O.UNIDIRECTIONAL_SEQUENCE_RNN, "time-major", lambda t, m, op: _ints(m, op, 6) == [1], {}),
+    (O.IF, "several data inputs", lambda t, m, op: len(op.inputs) > 4, {}),
+    (O.WHILE, "no carried tensor (an input-only bound)", lambda t, m, op: len(op.outputs) == 1, {}),
+    (O.WHILE, "an IF in its body", lambda t, m, op: O.IF in _referenced_ops(t, m, op, 1), {}),
+    (
+        O.WHILE,
+        "a GREATER condition",
+        lambda t, m, op: O.GREATER in _referenced_ops(t, m, op, 0),
+        {},
+    ),
+    (
+        O.WHILE,
+        "a LESS_EQUAL condition",
+        lambda t, m, op: O.LESS_EQUAL in _referenced_ops(t, m, op, 0),
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "form", "has_form", "filters"),
+    FORMS,
+    ids=[f"{op.name}: {form}" for op, form, _, _ in FORMS],
+)
+def test_rules_generate_each_form_they_draw(op, form, has_form, filters):
+    """Forms no signature tells apart (a value of a parameter, an input count, a
+    subgraph's contents) come up too."""
+    assert any(has_form(*found) for found in _single_operations(op, **filters)), form
+
+
+def _boxes_at_least_1(main, operation) -> bool:
+    boxes = main.operands[operation.inputs[1]]
+    real = np.reshape(boxes.data, (-1, 4)) * (boxes.scale or 1.0)
+    return bool((real[:, 2] - real[:, 0] >= 1).all() and (real[:, 3] - real[:, 1] >= 1).all())
+
+
+INVARIANTS = [
+    # (operation, what every generated one keeps, whether an operation keeps it)
+    (
+        O.DIV,
+        "divisors of magnitude 0.5 or more (no quotient blows up)",
+        lambda t, m, op: min(map(abs, m.operands[op.inputs[1]].data)) >= 0.5,
+    ),
+    (O.SQRT, "nonnegative values", lambda t, m, op: min(m.operands[op.inputs[0]].data) >= 0),
+    (
+        O.GATHER,
+        "indices within the gathered axis",
+        lambda t, m, op: set(_ints(m, op, 2)) <= set(range(_dims(m, op, 0)[_ints(m, op, 1)[0]])),
+    ),
+    (
+        O.EMBEDDING_LOOKUP,
+        "lookups within the table",
+        lambda t, m, op: set(_ints(m, op, 0)) <= set(range(_dims(m, op, 1)[0])),
+    ),
+    (
+        O.ROI_ALIGN,
+        "batch indexes grouped (non-decreasing)",
+        lambda t, m, op: _ints(m, op, 2) == sorted(_ints(m, op, 2)),
+    ),
+    (
+        O.HEATMAP_MAX_KEYPOINT,
+        "boxes at least one pixel wide and tall",
+        lambda t, m, op: _boxes_at_least_1(m, op),
+    ),
+    (
+        O.REDUCE_PROD,
+        "factors within [-1.5, 1.5] (a product of thousands stays finite)",
+        lambda t, m, op: max(map(abs, m.operands[op.inputs[0]].data)) <= 1.5,
+    ),
+    # NNAPI's doc reads a limit of 0 as unlimited, Android's hardNmsSingleClass keeps no
+    # box: drivers may follow either, so no graph has one.
+    (
+        O.GENERATE_PROPOSALS,
+        "pre- and post-NMS limits other than 0",
+        lambda t, m, op: 0 not in _ints(m, op, 6) + _ints(m, op, 7),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "fact", "holds"), INVARIANTS, ids=[f"{op.name}: {fact}" for op, fact, _ in INVARIANTS]
+)
+def test_every_generated_operation_keeps_its_rule_facts(op, fact, holds):
+    found = list(_single_operations(op, 200))
+    assert len(found) == 200
+    assert all(holds(*f) for f in found), fact
+
+
 # --- value domains and limits ----------------------------------------------------------------
 
 
@@ -691,6 +963,30 @@ def test_every_result_no_operation_reads_is_a_model_output():
                 assert i in read or i in main.output_indexes, (seed, i)
 
 
+def test_a_relaxed_graph_has_no_minimum_version():
+    """The spec format's convention: a relaxed model's minSupportedVersion is UNKNOWN."""
+    relaxed = set()
+    for seed in range(40):
+        graph = generate(seed, "small")
+        expected = None if graph.relaxed else graph.version
+        assert graph.min_supported_version == expected
+        assert graph.test_model.min_supported_version == expected
+        relaxed.add(graph.relaxed)
+    assert relaxed == {False, True}
+
+
+def test_operation_records_include_control_flow_subgraphs():
+    """Coverage counts the operations IF branches and WHILE bodies hold."""
+    nested = 0
+    for seed in range(20):
+        graph = generate(seed, "small", operations=frozenset({O.IF, O.WHILE}))
+        model = graph.model
+        in_model = [op.type for sg in (model.main, *model.referenced) for op in sg.operations]
+        assert sorted(graph.operation_types) == sorted(in_model)
+        nested += len(in_model) > len(model.main.operations)
+    assert nested == 20
+
+
 # --- dims solver ----------------------------------------------------------------------------
 
 
@@ -709,6 +1005,26 @@ def test_dim_solver_satisfies_its_constraints():
         assert n.value * h.value * w.value * c.value <= 500
         assert k.value <= h.value and c.value % 4 == 0 and out.value == w.value
         assert h.value % 2 == 0
+
+
+def test_dim_bounds_are_inclusive():
+    """max_dim may be reached, a product may equal the element bound (and never exceeds
+    it), le(a, b) accepts a == b, and multiple(a, k) keeps a within its own range."""
+    reached = {max(draw_dims(PrngSource(seed), 2, max_dim=3, max_elements=9)) for seed in range(40)}
+    assert reached == {1, 2, 3}
+    for seed in range(40):
+        dims = draw_dims(PrngSource(seed), 4, max_dim=10, max_elements=50, fixed={1: 2})
+        assert dims[1] == 2 and np.prod(dims) <= 50
+    s = DimSolver(PrngSource(0), max_dim=10, max_elements=12)
+    rows, cols, a, b = s.var(3, 3), s.var(4, 4), s.var(5, 5), s.var(5, 5)
+    s.prod_le([rows, cols])  # exactly 12 elements
+    s.le(a, b)
+    assert s.solve() == [3, 4, 5, 5]
+    for seed in range(40):
+        s = DimSolver(PrngSource(seed), max_dim=9)
+        s.multiple(v := s.var(3, 9), 2)
+        s.solve()
+        assert v.value in (4, 6, 8)
 
 
 def test_dim_solver_reports_impossible_problems_quickly():
