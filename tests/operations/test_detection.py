@@ -503,6 +503,36 @@ def test_roi_align_refuses_absurd_sampling_work():
     assert err.status == ErrorStatus.GENERAL_FAILURE and "intermediate" in err.message
 
 
+@pytest.mark.parametrize(
+    "op, strides, expected",
+    [
+        # Image box [0, 0, 8, 4] / (height stride 1, width stride 2) = map box [0, 0, 4, 4].
+        # ROI_ALIGN, 1x1 output, one sample at the box centre (x 2, y 2): 10 * 2 + 2.
+        ("align", (1.0, 2.0), 22.0),
+        # ROI_POOLING: one bin [0, 4] x [0, 4] (x2 - x1 + 1 cells, clamped): the max, 33.
+        ("pool", (1.0, 2.0), 33.0),
+        # Swapped strides: map box [0, 0, 8, 2] is outside the 4x4 map (width 8 > 4).
+        ("align", (2.0, 1.0), None),
+        ("pool", (2.0, 1.0), None),
+    ],
+)
+def test_roi_height_and_width_strides_scale_their_own_axis(op, strides, expected):
+    """Input 5 is the height stride (image height / feature map height) and scales y,
+    input 6 the width stride and scales x. Worked by hand on a 4x4 map whose value is
+    10 * row + column."""
+    x = (10 * np.arange(4)[:, None] + np.arange(4)).astype(np.float32).reshape(1, 4, 4, 1)
+    box = [[0.0, 0.0, 8.0, 4.0]]
+    if op == "align":
+        run = lambda: roi_align(x, box, [0], (1, 1), strides=strides, ratios=(1, 1))  # noqa: E731
+    else:
+        run = lambda: roi_pool(x, box, [0], (1, 1), strides=strides)  # noqa: E731
+    if expected is None:
+        with pytest.raises(HalError, match="outside the 4x4 feature map"):
+            run()
+    else:
+        assert run().reshape(-1).tolist() == [expected]
+
+
 def test_roi_pooling_empty_bins_give_zero_or_zero_point():
     # A box on the last column: the bins past the map are empty.
     x = np.arange(1, 17, dtype=np.float32).reshape(1, 4, 4, 1)
@@ -815,6 +845,20 @@ def test_heatmap_flat_map_keeps_the_cell_centre():
     got_s, got_k = heatmap(np.full((1, 4, 4, 1), 3.0, np.float32), [[0, 0, 8, 4]])
     assert got_s.tolist() == [[3.0]]
     assert got_k.tolist() == [[[1.0, 0.5]]]  # (0 + 0.5) / 4 * 8, (0 + 0.5) / 4 * 4
+
+
+def test_heatmap_moves_the_maximum_at_most_one_and_a_half_cells():
+    """solveForDelta caps the step to the quadratic's vertex at 1.5 cells (scaling both
+    components). Worked by hand on the 3x3 map [[8, 7, 1], [7, 9, 8], [4, 8, 8]] (maximum
+    9 at the centre): b = (-(8 - 7) / 2, -(8 - 7) / 2) = (-0.5, -0.5), a00 = a11 =
+    7 - 18 + 8 = -3, a01 = (8 - 4 - 1 + 8) / 4 = 2.75, det = 9 - 7.5625 = 1.4375, so the
+    vertex is d = (2.875 / 1.4375, 2.875 / 1.4375) = (2, 2), capped to (1.5, 1.5). The
+    keypoint is (1 + 1.5 + 0.5) / 3 * 3 = 3 on both axes of the box [0, 0, 3, 3]; the
+    score 9 + 0.75 + 0.75 + ((-4.5 + 4.125) * 1.5 * 2) / 2 = 9.9375."""
+    hm = np.array([[8, 7, 1], [7, 9, 8], [4, 8, 8]], np.float32).reshape(1, 3, 3, 1)
+    score, keypoint = heatmap(hm, [[0, 0, 3, 3]])
+    assert score.tolist() == [[9.9375]]
+    assert keypoint.tolist() == [[[3.0, 3.0]]]
 
 
 def test_heatmap_zero_area_box_is_finite():
@@ -1253,6 +1297,27 @@ def test_detection_decodes_with_scales():
     assert n.tolist() == [1]
 
 
+@pytest.mark.parametrize(
+    "scales, encoding, box",
+    [
+        # Anchor (ctr y 10, ctr x 20, h 4, w 8), one scale per coordinate:
+        # y = 10 + 4 * 1 / 2 = 12, x = 20 + 8 * 2 / 4 = 24, h = 4 * exp(ln 2 / 1) = 8,
+        # w = 8 * exp((ln 0.5 / 2) / 0.5) = 4 -> (y1, x1, y2, x2) = (8, 22, 16, 26).
+        ((2.0, 4.0, 1.0, 0.5), (1.0, 2.0, math.log(2), math.log(0.5) / 2), (8, 22, 16, 26)),
+        # The same box from scales (4, 2, 0.5, 1).
+        ((4.0, 2.0, 0.5, 1.0), (2.0, 1.0, math.log(2) / 2, math.log(0.5)), (8, 22, 16, 26)),
+    ],
+)
+def test_detection_decodes_each_coordinate_with_its_own_scale(scales, encoding, box):
+    """Inputs 3..6 are the y, x, h and w scales, in that order."""
+    deltas = np.array([[encoding]], np.float32)
+    _, boxes, _, n = detect(
+        [[[0, 1]]], deltas, [[10, 20, 4, 8]], regular=True, max_det=1, scales=scales
+    )
+    np.testing.assert_allclose(boxes[0, 0], box, rtol=1e-6)
+    assert n.tolist() == [1]
+
+
 def test_detection_regular_nms_is_per_class():
     # Anchors 0 and 1 overlap (IoU 9/11). Class 1 prefers anchor 0, class 2 anchor 1:
     # regular NMS keeps both (different classes) and anchor 2 for class 1.
@@ -1274,6 +1339,19 @@ def test_detection_fast_nms_reports_top_classes_per_box():
     assert c.tolist() == [[0, 2, 2, 0]]  # class index - 1
     assert n.tolist() == [4]
     assert b[0, 2].tolist() == [18, 18, 22, 22]
+
+
+@pytest.mark.parametrize("regular", [True, False], ids=["regular", "fast"])
+def test_detection_score_threshold_is_strict(regular):
+    """A box scoring exactly the score threshold (0.5) is not a candidate, in regular
+    (per class) and fast (best class) NMS alike, and the background class (0.9 for
+    anchor 1) never makes a box a candidate: only anchor 2 (0.75) is reported."""
+    scores = np.array([[[0, 0.5], [0.9, 0.25], [0, 0.75]]], np.float32)
+    deltas = np.zeros((1, 3, 4), np.float32)
+    s, b, c, n = detect(scores, deltas, ANCH, regular=regular, max_det=3, thr=0.5)
+    assert n.tolist() == [1]
+    assert s.tolist() == [[0.75, 0.0, 0.0]]
+    assert b[0, 0].tolist() == [18, 18, 22, 22]
 
 
 def test_detection_fast_nms_classes_per_box_capped_by_the_classes():
@@ -1348,12 +1426,14 @@ def proposals(
     iou=0.5,
     min_size=0.0,
     stride=4.0,
+    strides=None,
     nchw=False,
     t=F32,
     **kw,
 ):
     s_t = T.FLOAT16 if t == F16 else T.FLOAT32
     q = t in (Q8, Q8S)
+    stride_h, stride_w = strides or (stride, stride)
     return run_op(
         O.GENERATE_PROPOSALS,
         [
@@ -1361,8 +1441,8 @@ def proposals(
             tensor(t, deltas, scale=kw.get("dscale", 0.0), zero_point=kw.get("dzp", 0)),
             tensor(Q16S if q else t, anchors, scale=0.125 if q else 0.0),
             tensor(Q16A if q else t, info, scale=0.125 if q else 0.0),
-            scalar(s_t, stride),
-            scalar(s_t, stride),
+            scalar(s_t, stride_h),
+            scalar(s_t, stride_w),
             scalar(T.INT32, pre),
             scalar(T.INT32, post),
             scalar(s_t, iou),
@@ -1432,6 +1512,23 @@ def test_proposals_multiple_batches_and_anchors():
     )
     for x, y in zip((s, b, batch), nchw):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("pre_nms_top_n, kept", [(-1, 4), (4, 4), (2, 2), (1, 1)])
+def test_proposals_shift_anchors_by_the_height_and_width_strides(pre_nms_top_n, kept):
+    """Input 4 (height stride) shifts the anchors down the feature map's rows, input 5
+    (width stride) across its columns. Worked by hand: a 2x2 map, one anchor [0, 0, 2, 2],
+    zero deltas, strides 10 (height) and 3 (width): the cell at row i, column j proposes
+    [3 j, 10 i, 3 j + 2, 10 i + 2]; no two overlap, so they come out by score, and a
+    pre-NMS top N keeps the N best (not the first N cells, whose scores are lowest)."""
+    scores = np.array([[[[0.1], [0.4]], [[0.3], [0.2]]]], np.float32)
+    deltas = np.zeros((1, 2, 2, 4), np.float32)
+    s, b, batch = proposals(
+        scores, deltas, [[0, 0, 2, 2]], [[100, 100]], pre=pre_nms_top_n, strides=(10.0, 3.0)
+    )
+    assert s.tolist() == pytest.approx([0.4, 0.3, 0.2, 0.1][:kept])
+    assert b.tolist() == [[3, 0, 5, 2], [0, 10, 2, 12], [3, 10, 5, 12], [0, 0, 2, 2]][:kept]
+    assert batch.tolist() == [0] * kept
 
 
 def test_proposals_quant_signed_is_unsigned_minus_128():

@@ -40,6 +40,8 @@ from driver.validation import validate_model
 from tests.operations.examples_lstm import (
     FP16_TOL,
     GATES,
+    Q16_WEIGHT_ZP,
+    QlstmCase,
     bi_lstm_inputs,
     grid_values,
     lstm_inputs,
@@ -194,6 +196,42 @@ def test_lstm_relu6_activation_maps_nan_to_zero():
         assert c_out.tolist() == [[1.0]] and h_out.tolist() == [[0.5]] and y.tolist() == [[0.5]]
         # [i, relu6(c'), f, o * relu6(c')]
         assert scratch.tolist() == [[0.5, 1.0, 0.5, 0.5]]
+
+
+@pytest.mark.parametrize(
+    "cifg, cell, output_state, scratch",
+    [
+        # i = 0.5, f = 0.75, g = 0.5, o = 0.25: c' = 0.75 * 2 + 0.5 * 0.5 = 1.75,
+        # h = 0.25 * 1.75 = 0.4375; blocks [i, g(c'), f, o * g(c')].
+        (False, 1.75, 0.4375, [0.5, 1.75, 0.75, 0.4375]),
+        # CIFG: the input gate is 1 - f = 0.25: c' = 0.75 * 2 + 0.25 * 0.5 = 1.625,
+        # h = 0.25 * 1.625 = 0.40625; blocks [g(c'), 1 - f, o * g(c')].
+        (True, 1.625, 0.40625, [1.625, 0.25, 0.40625]),
+    ],
+    ids=["plain", "cifg"],
+)
+def test_lstm_scratch_buffer_holds_androids_gate_blocks(cifg, cell, output_state, scratch):
+    """Android's LSTM leaves [input gate, g(new cell), forget gate (1 - forget with CIFG),
+    output gate * g(new cell)] in the scratch buffer. Worked by hand with every weight 0,
+    activation none (g(x) = x), c = 2 and gate biases 0 (input), ln 3 (forget: 0.75),
+    0.5 (cell) and -ln 3 (output: 0.25), so that every block differs."""
+    w = make_cell(np.random.default_rng(0), 1, 1, cifg=cifg)
+    for d in (w.input_weights, w.recurrent_weights):
+        for g in GATES:
+            if d[g] is not None:
+                d[g] = np.zeros_like(d[g])
+    w.bias.update(forget=np.array([math.log(3)]), cell=np.array([0.5]))
+    w.bias["output"] = np.array([-math.log(3)])
+    if not cifg:
+        w.bias["input"] = np.array([0.0])
+    x, h, c = np.array([[0.25]]), np.array([[0.5]]), np.array([[2.0]])
+    got_scratch, h_out, c_out, y = run_op(
+        O.LSTM, lstm_inputs(w, x, h, c, activation=0), lstm_outputs(w, 1)
+    )
+    np.testing.assert_allclose(c_out, [[cell]], atol=1e-6)
+    np.testing.assert_allclose(h_out, [[output_state]], atol=1e-6)
+    np.testing.assert_allclose(y, [[output_state]], atol=1e-6)
+    np.testing.assert_allclose(got_scratch, [scratch], atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -488,7 +526,8 @@ def test_bidirectional_lstm_merged_and_unmerged(features, time_major):
 
 def test_bidirectional_lstm_cross_linked_aux_input():
     fw, bw, xs, st = _bi_case(31, n_aux=3, peephole=True)
-    aux = grid_values(np.random.default_rng(31), xs.shape)
+    aux = grid_values(np.random.default_rng(310), xs.shape)  # not the input's draws
+    assert not np.array_equal(aux, xs)
     fw_ref, _, _ = reference_lstm_sequence(fw, xs, st[0], st[1], aux=aux)
     bw_ref, _, _ = reference_lstm_sequence(bw, xs, st[2], st[3], aux=aux, reverse=True)
     fw_out, bw_out = run_op(
@@ -502,7 +541,8 @@ def test_bidirectional_lstm_cross_linked_aux_input():
 
 def test_bidirectional_lstm_parallel_linked_aux_input_is_hal_1_3():
     fw, bw, xs, st = _bi_case(32)
-    aux = grid_values(np.random.default_rng(32), xs.shape)
+    aux = grid_values(np.random.default_rng(320), xs.shape)  # not the input's draws
+    assert not np.array_equal(aux, xs)
     ins = bi_lstm_inputs(fw, bw, xs, st, aux=aux)
     outs = _bi_outputs(fw, bw, 4, 2, merge=False)
     fw_out, bw_out = run_op(O.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)
@@ -597,6 +637,33 @@ def test_quantized_16bit_lstm_saturates_the_cell_state():
     assert (out == 128 + 127).all()  # tanh(8) ~ 1 -> 127 after the clamp
 
 
+@pytest.mark.parametrize(
+    "prev_cell, cell, out",
+    [
+        (0, 0, 128),
+        (48, 24, 129),  # 0.75 rounds to 1 (a floor shift gives 0)
+        (-16, -8, 128),  # -0.25 rounds to 0 (a floor shift gives -1)
+        (-48, -24, 127),  # -0.75 rounds to -1
+        (640, 320, 138),  # 9.92 rounds to 10
+    ],
+)
+def test_quantized_16bit_lstm_rounds_the_output_by_hand(prev_cell, cell, out):
+    """Worked by hand: every weight at its zero point and every bias 0 make each gate
+    accumulator 0, so i = f = o = logistic(0) = 1/2 (16384 in Q0.15) and the modulation
+    tanh(0) = 0. The new cell state (Q4.11) is prev_cell / 2; tanh reads it in Q3.12
+    (twice the raw), tanh(r / 4096) ~ 8 r / 32768 for small r, so o * tanh is about
+    4 * prev_cell in Q0.15 and the output is 128 + RoundingDivideByPOT(that, 8) =
+    128 + round(prev_cell / 64), halves away from zero."""
+    q = q16_case(0, 1, 1, 1)
+    for g in GATES:
+        q[f"w_{g}"][:] = Q16_WEIGHT_ZP
+        q[f"r_{g}"][:] = Q16_WEIGHT_ZP
+        q[f"b_{g}"][:] = 0
+    q["prev_cell"] = np.array([[prev_cell]])
+    got_cell, got_out = run_op(O.QUANTIZED_16BIT_LSTM, q16_inputs(q), q16_outputs(1, 1))
+    assert got_cell.tolist() == [[cell]] and got_out.tolist() == [[out]]
+
+
 def test_quantized_16bit_lstm_state_round_trip():
     q = q16_case(6, 2, 3, 3)
     steps = []
@@ -624,6 +691,10 @@ def test_quantized_16bit_lstm_quantization_rules():
     bad_cell = q16_inputs(q)
     bad_cell[13] = tensor(T.TENSOR_QUANT16_SYMM, q["prev_cell"], scale=1 / 1024)
     _rejects(O.QUANTIZED_16BIT_LSTM, bad_cell, outs, "2\\^-11")
+    # 2^-12, with an output cell state of that scale too (the rule that output follows).
+    bad_cell[13] = tensor(T.TENSOR_QUANT16_SYMM, q["prev_cell"], scale=1 / 4096)
+    finer_outs = [output(T.TENSOR_QUANT16_SYMM, (1, 2), scale=1 / 4096), outs[1]]
+    _rejects(O.QUANTIZED_16BIT_LSTM, bad_cell, finer_outs, "2\\^-11")
     model, _ = single_op_model(O.QUANTIZED_16BIT_LSTM, q16_inputs(q), outs)
     assert validate_model(model) == HalVersion.V1_2
     with pytest.raises(HalError):
@@ -716,6 +787,109 @@ def test_quantized_lstm_cifg_input_gate_is_32767_minus_the_forget_gate():
     forget = int(cell[0, 0])
     assert 0 < forget < 100  # logistic(-8) in Q0.15 is about 11
     assert int(cell[1, 0]) == 32766 - forget
+
+
+def _silent_qlstm(n_batch: int, **features) -> QlstmCase:
+    """A QUANTIZED_LSTM case whose weights and biases are all 0, its input's zero point 0
+    and its cell state scale 2^-11: every gate accumulator is 0, so the input, forget
+    and output gates are logistic(0) = 16384 (1/2 in Q0.15) and the cell gate tanh(0) = 0,
+    until a test gives some weight a value."""
+    case = make_qlstm_case(0, n_batch, 1, 1, **features)
+    args = list(case.args)
+    args[0] = tensor(T.TENSOR_QUANT8_ASYMM_SIGNED, np.zeros((n_batch, 1)), scale=1 / 64)
+    for k in range(1, 9):  # input and recurrent weights
+        if not isinstance(args[k], OmittedArg):
+            args[k] = replace(args[k], values=np.zeros_like(args[k].values))
+    for k in range(12, 16):  # gate biases
+        if not isinstance(args[k], OmittedArg):
+            args[k] = replace(args[k], values=np.zeros_like(args[k].values))
+    return replace(case, args=args)
+
+
+@pytest.mark.parametrize(
+    "x, prev_cell, cell",
+    [
+        (0, 1, 1),  # f * c = 0.5 rounds to 1 (a floor shift gives 0)
+        (0, 6, 3),
+        (0, -3, -2),  # -1.5: halves away from zero
+        (127, 0, 1024),  # i * g = 16384 * 32767 / 2^19 = 1023.97 rounds to 1024
+        (127, 2, 1025),
+    ],
+)
+def test_quantized_lstm_cell_update_rounds_by_hand(x, prev_cell, cell):
+    """QLSTM.cpp's cell update: new cell = RoundingDivideByPOT(forget * cell, 15) +
+    RoundingDivideByPOT(input_gate * cell_gate, 30 + cell_shift), cell_shift = -11.
+    Worked by hand with every gate accumulator 0 (forget = input gate = 16384) except
+    the cell gate's, which an input of 127 (weight 127, an intermediate scale of 2^-20)
+    saturates at tanh = 32767."""
+    case = _silent_qlstm(1, layer_norm=False)
+    args = list(case.args)
+    args[0] = tensor(T.TENSOR_QUANT8_ASYMM_SIGNED, [[x]], scale=1 / 64)
+    args[3] = replace(args[3], values=np.array([[127]]))  # input-to-cell weights
+    args[19] = tensor(T.TENSOR_QUANT16_SYMM, [[prev_cell]], scale=2.0**-11)
+    args[28] = scalar(T.FLOAT32, 2.0**-20)  # the cell gate's intermediate scale
+    _, got, _ = run_op(O.QUANTIZED_LSTM, args, qlstm_outputs(case))
+    assert got.tolist() == [[cell]]
+
+
+@pytest.mark.parametrize("hidden_zp", [0, 5, -7])
+@pytest.mark.parametrize("projection", [False, True], ids=["no_projection", "projection"])
+def test_quantized_lstm_hidden_state_zero_point_by_hand(hidden_zp, projection):
+    """tflite's CwiseMul stores the hidden state as value - hiddenStateZeroPoint and the
+    projection's precomputed bias adds hiddenStateZeroPoint * row sums back. With every
+    accumulator and the cell state 0 the hidden value is o * tanh(0) = 0: without
+    projection the output is -hiddenStateZeroPoint; with it (weight 100, bias 0) the zero
+    point cancels and the output is the output zero point, -2."""
+    case = _silent_qlstm(1, projection=projection, layer_norm=False)
+    args = list(case.args)
+    args[19] = tensor(T.TENSOR_QUANT16_SYMM, [[0]], scale=2.0**-11)
+    args[30] = scalar(T.INT32, hidden_zp)
+    if projection:
+        args[16] = replace(args[16], values=np.array([[100]]))
+        args[17] = replace(args[17], values=np.array([0]))
+    out, cell, out_state = run_op(O.QUANTIZED_LSTM, args, qlstm_outputs(case))
+    expected = case.out_zp if projection else -hidden_zp
+    assert cell.tolist() == [[0]]
+    assert out.tolist() == out_state.tolist() == [[expected]]
+
+
+def test_quantized_lstm_projection_clip_uses_the_projection_weights_scale():
+    """The projection clip 0.05 quantizes with the projection weights' scale 1/200 to 10
+    (not with the output's 1/128, which would give 6): the clipped output is the free
+    one clamped to [-10, 10]."""
+    kw = dict(projection=True, layer_norm=False)
+    free = make_qlstm_case(3, 2, 3, 4, 3, **kw)
+    out_free, cell_free, _ = run_op(O.QUANTIZED_LSTM, free.args, qlstm_outputs(free))
+    assert np.abs(out_free.astype(int)).max() > 10
+    clipped = make_qlstm_case(3, 2, 3, 4, 3, proj_clip=0.05, **kw)
+    out, cell, _ = run_op(O.QUANTIZED_LSTM, clipped.args, qlstm_outputs(clipped))
+    np.testing.assert_array_equal(cell, cell_free)
+    np.testing.assert_array_equal(out, np.clip(out_free, -10, 10))
+
+
+def test_quantized_lstm_layer_norm_variance_guard_is_one():
+    """QLSTM.cpp replaces a row variance below one step by min(1, int(10000 * layer norm
+    scale)), which is 1 for every scale from 1e-4 up: layer norm weights of 1.0 in scale
+    2^-12 (int(2.44) = 2) or 2^-13 (int(1.22) = 1) give the same bits. Rows of gate
+    accumulators [0, 0, 0, 1] (variance (1/4 - 1/16) < 1 step) need the guard; the
+    layer norm itself is exact for these powers of two (weights 4096 or 8192, bias 0)."""
+    results = []
+    for exponent in (12, 13):
+        case = make_qlstm_case(0, 2, 1, 4, layer_norm=True)
+        args = list(case.args)
+        args[0] = tensor(T.TENSOR_QUANT8_ASYMM_SIGNED, [[1], [2]], scale=1 / 64)
+        for k in range(1, 5):  # input weights: 13 * 0.08 (the product scale) ~ 1 a unit
+            args[k] = replace(args[k], values=np.array([[0], [0], [0], [13]]))
+        for k in range(5, 9):
+            args[k] = replace(args[k], values=np.zeros_like(args[k].values))
+        for k in range(12, 16):
+            args[k] = replace(args[k], values=np.zeros_like(args[k].values))
+        ln_scale = 2.0**-exponent
+        for k in range(20, 24):
+            args[k] = tensor(T.TENSOR_QUANT16_SYMM, [2**exponent] * 4, scale=ln_scale, const=True)
+        results.append(run_op(O.QUANTIZED_LSTM, args, qlstm_outputs(case)))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_quantized_lstm_clip_quantized_to_zero_disables_clipping():
