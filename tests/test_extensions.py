@@ -326,8 +326,12 @@ def with_main_operand(model: Model, index: int, **changes) -> Model:
         ),
         ("constant n < 1", lambda: fib_model(n_const=0)),
         ("declared output dims contradict n", lambda: fib_model(n_const=4, out_dims=(5,))),
+        ("declared output of rank 2", lambda: fib_model(n_const=4, out_dims=(4, 1))),
         ("float n with two elements", lambda: _two_element_n()),
         ("constant of the wrong length", lambda: _short_constant()),
+        ("constant longer than its type", lambda: _long_constant()),
+        ("unknown type read only by an OEM operation", lambda: _unknown_type_into_oem()),
+        ("extension use in a referenced subgraph", lambda: _fibonacci_in_referenced_subgraph()),
         ("constant tensor with an unknown dim", lambda: _unknown_dim_constant()),
     ],
 )
@@ -371,6 +375,44 @@ def _short_constant() -> Model:
     model = fib_model(n_const=4)
     loc = model.main.operands[0].location
     return with_main_operand(model, 0, location=DataLocation(loc.pool_index, loc.offset, 4))
+
+
+def _long_constant() -> Model:
+    # n (EXAMPLE_INT64, 8 bytes) given 16 bytes of operandValues: the HAL-level rules
+    # leave an extension constant's length to the extension.
+    model = fib_model(n_const=4)
+    loc = model.main.operands[0].location
+    model = dataclasses.replace(model, operand_values=bytes(model.operand_values) + bytes(16))
+    return with_main_operand(model, 0, location=DataLocation(loc.pool_index, loc.offset, 16))
+
+
+def _unknown_type_into_oem() -> Model:
+    # No extension operation reads it, so only the operand rule can refuse it.
+    b = ModelBuilder()
+    b.use_extension(fib.NAME, 5)
+    x = b.add_input(make_extension_type(5, 7), (2,))
+    y = b.add_output(F32, (1,))
+    b.add_operation(O.OEM_OPERATION, [x], [y])
+    return b.build()
+
+
+def _fibonacci_in_referenced_subgraph() -> Model:
+    # Subgraph 0: EXAMPLE_FIBONACCI with an output scale of 0; main hands it to an OEM
+    # operation.
+    b = ModelBuilder()
+    b.use_extension(fib.NAME, 5)
+    sg = b.new_subgraph()
+    n = sg.add_input(make_extension_type(5, fib.EXAMPLE_INT64))
+    out = sg.add_output(
+        make_extension_type(5, fib.EXAMPLE_TENSOR_QUANT64_ASYMM),
+        (0,),
+        extra_params=fib.pack_params(0.0, 0),
+    )
+    sg.add_operation(make_extension_type(5, fib.EXAMPLE_FIBONACCI), [n], [out])
+    x = b.add_input(F32, (2,))
+    y = b.add_output(F32, (1,))
+    b.add_operation(O.OEM_OPERATION, [x, b.add_subgraph_operand(sg)], [y])
+    return b.build()
 
 
 @pytest.mark.parametrize(

@@ -43,11 +43,14 @@ from driver.memory import BytesHandle, SharedMemory, allocate_shared_memory
 from driver.operations import family_of
 from driver.testing import assert_rejected
 from driver.validation import (
+    FLT_MAX,
+    FLT_TRUE_MIN,
     MAX_OPERAND_BYTES,
     combine_dimensions,
     operation_versions,
     validate_buffer_desc_and_roles,
     validate_deadline,
+    validate_execution,
     validate_execution_preference,
     validate_measure,
     validate_model,
@@ -207,6 +210,16 @@ def if_model() -> Model:
     return b.build()
 
 
+def softmax_3d() -> Model:
+    """SOFTMAX of a rank-3 input: its types match a 1.0 signature, but HAL 1.0/1.1 take
+    2-D and 4-D inputs only (the hook requires 1.2 through ``ctx.require_version``)."""
+    b = ModelBuilder()
+    x = b.add_input(F32, (2, 3, 4))
+    y = b.add_output(F32, (2, 3, 4))
+    b.add_operation(O.SOFTMAX, [x, b.add_scalar(T.FLOAT32, 1.0)], [y])
+    return b.build()
+
+
 def blob_pool(model: Model) -> Model:
     return with_pool(model, 0, name="hardware_buffer_blob")
 
@@ -249,6 +262,49 @@ VALID: list[tuple[str, Callable[[], Model], HalVersion]] = [
     ("extension operand and operation", extension_model, V.V1_2),
     ("subgraph references", lambda: subgraph_refs((0, 1)), V.V1_3),
     ("IF", if_model, V.V1_3),
+    ("SOFTMAX of rank 3 (a version the hook requires)", softmax_3d, V.V1_2),
+    # The map is a 1.2 field, used or not (and 65535 is a valid prefix).
+    (
+        "an extension map alone",
+        lambda: _ext_map(("com.example.ext", 0xFFFF))(two_adds()),
+        V.V1_2,
+    ),
+    # Declared output dims 0 are unknown: any inferred size agrees with them.
+    ("unknown output dims", lambda: unspecified_output_model((0, 0)), V.V1_0),
+    # The inclusive ends of every range a rule allows.
+    ("quant8 zeroPoint 255", lambda: oem(T.TENSOR_QUANT8_ASYMM, scale=1.0, zero_point=255), V.V1_0),
+    *[
+        (
+            f"signed quant8 zeroPoint {zp}",
+            lambda zp=zp: oem(T.TENSOR_QUANT8_ASYMM_SIGNED, scale=1.0, zero_point=zp),
+            V.V1_3,
+        )
+        for zp in (-128, 127)
+    ],
+    (
+        "quant16 zeroPoint 65535",
+        lambda: oem(T.TENSOR_QUANT16_ASYMM, scale=1.0, zero_point=65535),
+        V.V1_2,
+    ),
+    *[
+        (f"quant8 scale {s}", lambda s=s: oem(T.TENSOR_QUANT8_ASYMM, scale=s), V.V1_0)
+        for s in (FLT_TRUE_MIN, FLT_MAX)
+    ],
+    ("TENSOR_INT32 scale FLT_MAX", lambda: oem(T.TENSOR_INT32, scale=FLT_MAX), V.V1_0),
+    (
+        "per-channel scales at the float32 ends",
+        lambda: per_channel(scales=(FLT_TRUE_MIN, FLT_MAX)),
+        V.V1_2,
+    ),
+    # 2^32 - 1 bytes, one dim or several (3 * 5 * 17 * 257 * 65537 = 2^32 - 1).
+    *[
+        (
+            f"tensor of exactly {MAX_OPERAND_BYTES} bytes {list(dims)}",
+            lambda dims=dims: oem(T.TENSOR_QUANT8_ASYMM, dims, scale=1.0),
+            V.V1_0,
+        )
+        for dims in ((MAX_OPERAND_BYTES,), (3, 5, 17, 257, 65537))
+    ],
 ]
 
 
@@ -767,6 +823,12 @@ RULES: list[Rule] = [
         rf"{OPERAND} 4: CONSTANT_REFERENCE poolIndex 3 is out of range \(1 pools\)",
     ),
     Rule(
+        "CONSTANT_REFERENCE poolIndex -1 (not the last pool)",
+        two_adds,
+        lambda m: with_location(m, 4, pool_index=-1),
+        rf"{OPERAND} 4: location \(poolIndex -1, offset 0, length 16\) is not all uint32",
+    ),
+    Rule(
         "CONSTANT_REFERENCE beyond its pool",
         two_adds,
         lambda m: with_location(m, 4, offset=8),
@@ -818,6 +880,12 @@ RULES: list[Rule] = [
         lambda: subgraph_refs((0, 1)),
         lambda m: with_location(m, 1, offset=2),
         rf"{OPERAND} 1: SUBGRAPH offset 2 names no referenced subgraph \(2 exist\)",
+    ),
+    Rule(
+        "SUBGRAPH offset -1 (not the last subgraph)",
+        lambda: subgraph_refs((0, 1)),
+        lambda m: with_location(m, 1, offset=-1),
+        rf"{OPERAND} 1: SUBGRAPH offset -1 names no referenced subgraph",
     ),
     Rule(
         "type SUBGRAPH without lifetime SUBGRAPH",
@@ -880,6 +948,12 @@ RULES: list[Rule] = [
         rf"{OPERATION} 1 \(ADD\): output 0 is operand 6, out of range",
     ),
     Rule(
+        "negative operation output index (not the last operand)",
+        two_adds,
+        lambda m: with_operation(m, 1, outputs=(-1,)),
+        rf"{OPERATION} 1 \(ADD\): output 0 is operand -1, out of range",
+    ),
+    Rule(
         "operation writes a constant",
         two_adds,
         lambda m: with_operation(m, 0, outputs=(1,)),
@@ -916,6 +990,12 @@ RULES: list[Rule] = [
         lambda m: with_operand(m, 5, dimensions=(3, 2)),
         rf"{OPERATION} 1 \(ADD\): output 0 \(operand 5\) is declared \[3, 2\] but the inputs give \[2, 2\]",
     ),
+    Rule(
+        "declared output of another rank than the inputs give",
+        two_adds,
+        lambda m: with_operand(m, 5, dimensions=(2,)),
+        rf"{OPERATION} 1 \(ADD\): output 0 \(operand 5\) is declared \[2\] but the inputs give \[2, 2\]",
+    ),
     # --- graph ----------------------------------------------------------------------------
     Rule(
         "operations out of execution order",
@@ -951,6 +1031,15 @@ RULES: list[Rule] = [
         lambda m: with_subgraph(m, input_indexes=(0, 6)),
         r"main subgraph, input list entry 1: operand 6 is out of range",
     ),
+    *[
+        Rule(
+            f"{what} list entry -1 (not the last operand)",
+            two_adds,
+            lambda m, what=what: with_subgraph(m, **{f"{what}_indexes": (-1,)}),
+            rf"main subgraph, {what} list entry 0: operand -1 is out of range",
+        )
+        for what in ("input", "output")
+    ],
     Rule(
         "input list names a constant",
         two_adds,
@@ -1212,6 +1301,8 @@ def test_operation_versions_attribute_operand_features_to_operations():
     assert operation_versions(two_adds(input_dims=())) == [V.V1_2, V.V1_0]
     # Model-level features are not attributed to operations.
     assert operation_versions(two_adds(relaxed=True)) == [V.V1_0, V.V1_0]
+    # ... but the pool a constant lives in is: operation 1 reads the one in the blob pool.
+    assert operation_versions(blob_pool(two_adds())) == [V.V1_0, V.V1_2]
     # An OEM operation with no operands at all.
     b = ModelBuilder()
     x = b.add_input(F32, (1,))
@@ -1289,6 +1380,20 @@ def _r_no_value_location():
     return m, with_argument(r, "inputs", 0, has_no_value=True)
 
 
+@request_rule("no value but a pool index")
+def _r_no_value_pool_index():
+    r"""request input 0: has no value but gives a location \(poolIndex 1, offset 0, length 0\)"""
+    m, r = simple_request()
+    return m, with_argument(r, "inputs", 0, has_no_value=True, location=DataLocation(1, 0, 0))
+
+
+@request_rule("no value but an offset")
+def _r_no_value_offset():
+    r"""request output 0: has no value but gives a location \(poolIndex 0, offset 4, length 0\)"""
+    m, r = simple_request()
+    return m, with_argument(r, "outputs", 0, has_no_value=True, location=DataLocation(0, 4, 0))
+
+
 @request_rule("no value but dimensions")
 def _r_no_value_dims():
     r"""request output 0: has no value but gives .* dimensions \[2, 2\]"""
@@ -1310,6 +1415,13 @@ def _r_pool_index_one_past():
     r"""request input 0: poolIndex 2 is out of range \(2 pools\)"""
     m, r = simple_request()
     return m, with_argument(r, "inputs", 0, location=DataLocation(2, 0, 16))
+
+
+@request_rule("pool index -1 (not the last pool)")
+def _r_pool_index_negative():
+    r"""request input 0: location \(poolIndex -1, offset 0, length 16\) is not all uint32"""
+    m, r = simple_request()
+    return m, with_argument(r, "inputs", 0, location=DataLocation(-1, 0, 16))
 
 
 @request_rule("beyond the pool")
@@ -1375,6 +1487,13 @@ def _r_output_dims_none():
     return m, with_argument(r, "outputs", 0, dimensions=None)
 
 
+@request_rule("dims filling in unknown model dims beyond uint32 bytes")
+def _r_dims_too_large():
+    r"""request input 0: dimensions \[2147483648, 2\] exceed 4294967295 bytes"""
+    m, r = simple_request(two_adds(input_dims=(0, 2)))
+    return m, with_argument(r, "inputs", 0, dimensions=(2**31, 2))
+
+
 @request_rule("input whose model dims are unspecified and the request's missing")
 def _r_input_unspecified():
     r"""request input 0: operand 0 has dimensions \[0, 2\] and the request does not specify"""
@@ -1425,6 +1544,12 @@ def _r_token_version():
     return _with_token()
 
 
+@request_rule("buffer token beyond uint32")
+def _r_token_too_large():
+    r"""request pool 2: buffer token must be in \[1, 2\^32\), got 4294967296"""
+    return _with_token(token=2**32)
+
+
 @request_rule("buffer token 0")
 def _r_token_zero():
     r"""request pool 2: buffer token must be in \[1, 2\^32\), got 0"""
@@ -1457,6 +1582,29 @@ def _r_pool_type():
     r"""request pool 0: not a memory pool \(str\)"""
     m, r = simple_request()
     return m, dataclasses.replace(r, pools=("ashmem", r.pools[1]))
+
+
+def oem_scalar_input_model() -> Model:
+    b = ModelBuilder()
+    x = b.add_input(T.OEM)
+    y = b.add_output(T.TENSOR_OEM_BYTE, (4,))
+    b.add_operation(O.OEM_OPERATION, [x], [y])
+    return b.build()
+
+
+def oem_scalar_request(dimensions=()) -> Request:
+    pool = allocate_shared_memory(8)
+    return Request(
+        (RequestArgument(False, DataLocation(0, 0, 4), tuple(dimensions)),),
+        (RequestArgument(False, DataLocation(0, 4, 4)),),
+        (pool,),
+    )
+
+
+@request_rule("OEM scalar input given dimensions")
+def _r_oem_scalar_dims():
+    r"""request input 0: operand 0 is a scalar \(OEM\) but the request gives dimensions \[1\]"""
+    return oem_scalar_input_model(), oem_scalar_request((1,))
 
 
 @pytest.mark.parametrize(
@@ -1492,9 +1640,28 @@ def test_valid_requests_and_the_version_they_need():
     _, r5 = simple_request(m5)
     assert r5.inputs[0].dimensions == (2, 2)
     assert validate_request(m5, r5, V.V1_0) == V.V1_0
-    # Buffer-token pools: a 1.3 feature.
+    # An operand of unknown rank takes dimensions of any rank.
+    m5 = two_adds(input_dims=())
+    for dims in ((4,), (2, 2), (1, 2, 2)):
+        r5 = with_argument(simple_request(m5)[1], "inputs", 0, dimensions=dims)
+        assert validate_request(m5, r5, V.V1_2) == V.V1_0
+    # Buffer-token pools: a 1.3 feature (the largest uint32 token is valid).
     m6, r6 = _with_token()
     assert validate_request(m6, r6, V.V1_3) == V.V1_3
+    m6, r6 = _with_token(token=2**32 - 1)
+    assert validate_request(m6, r6, V.V1_3) == V.V1_3
+    # An OEM scalar is a scalar: the request gives it no dimensions.
+    assert validate_request(oem_scalar_input_model(), oem_scalar_request(), V.V1_0) == V.V1_0
+
+
+def test_fenced_execution_needs_every_output_dimension():
+    m = unspecified_output_model()
+    r = build_request(m, [np.ones((2, 2), np.float32)], output_sizes=[16]).request
+    assert validate_execution(m, r, V.V1_3, 0, None, None) == (0, None, None)
+    with pytest.raises(HalError) as e:
+        validate_execution(m, r, V.V1_3, 0, None, None, fenced=True)
+    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+    assert "request output 0: operand 3 has dimensions [0, 2]" in e.value.message
 
 
 def test_omitted_request_argument_is_valid():
@@ -1575,6 +1742,17 @@ def test_buffer_roles_combine_dims_and_agree_on_the_operand():
     )
     assert len(got.roles) == 2
 
+
+def per_channel_input(scales) -> Model:
+    b = ModelBuilder()
+    q = SymmPerChannelQuantParams(0, tuple(scales))
+    x = b.add_input(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, (len(scales), 1), channel_quant=q)
+    y = b.add_output(F32, (1,))
+    b.add_operation(O.OEM_OPERATION, [x], [y])
+    return b.build()
+
+
+_PREPARED = Prepared(two_adds())
 
 BUFFER_RULES = [
     ("no prepared models", BufferDesc(), [BufferRole(0, 0)], [], [], r"no prepared models"),
@@ -1658,6 +1836,22 @@ BUFFER_RULES = [
         [],
         [two_adds(), two_adds(input_dims=(4, 1))],
         r"input role 1: dimensions \[4, 1\] contradict \[2, 2\]",
+    ),
+    (
+        "one prepared model under two indexes",
+        BufferDesc(),
+        [BufferRole(0, 0), BufferRole(1, 0)],
+        [],
+        [_PREPARED, _PREPARED],
+        r"input role 1: input 0 of model 1 is listed twice",
+    ),
+    (
+        "per-channel scales differ",
+        BufferDesc(),
+        [BufferRole(0, 0), BufferRole(1, 0)],
+        [],
+        [per_channel_input((0.5, 0.25)), per_channel_input((0.5, 0.5))],
+        r"input role 1: operand TENSOR_QUANT8_SYMM_PER_CHANNEL .* differs",
     ),
     (
         "descriptor dims differ",
@@ -1785,7 +1979,14 @@ def _deferrable_main_strict_referenced() -> Model:
             True,
             "operation 0 .*declared \\[3\\] but the inputs give \\[2\\]",
         ),
-        (_add_chain(second_in=(3,)), True, "operation 1 .*cannot be broadcast"),
+        # (Named once: the hook's message already starts with the place.)
+        (
+            _add_chain(second_in=(3,)),
+            True,
+            r"^main subgraph, operation 1 \(ADD\): inputs 0 and 1 cannot be broadcast",
+        ),
+        # A shape inferred for an output declared [0] is what the next operation sees.
+        (_add_chain(first_out=(0,), second_in=(3,)), True, r"operation 1 .*\[2\] vs \[3\]"),
         # A quantization condition Android's kernels check when they run.
         (_add_chain(pool_out_scale=0.25), True, "must have the scale and zero point of input 0"),
         # Android's ADD validate checks the operand types and the rank.
@@ -1796,7 +1997,16 @@ def _deferrable_main_strict_referenced() -> Model:
         # ... also when the deferrable one is in main and the other in a referenced subgraph.
         (_deferrable_main_strict_referenced(), False, "subgraph 0, operation 0 .*no signature"),
     ],
-    ids=["shape", "broadcast", "pool-quant", "types", "rank", "strict-wins", "strict-wins-across"],
+    ids=[
+        "shape",
+        "broadcast",
+        "broadcast-inferred",
+        "pool-quant",
+        "types",
+        "rank",
+        "strict-wins",
+        "strict-wins-across",
+    ],
 )
 def test_rejections_say_whether_android_validation_makes_them(model, deferrable, match):
     assert_rejected(model, deferrable=deferrable, match=match)
