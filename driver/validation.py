@@ -28,8 +28,10 @@ Order of checks (so that later checks may assume earlier ones):
 Where this is stricter than Android 11 (documented choices):
 
 - A NaN or infinite scale is rejected for every standard type (Android's ``scale <= 0``
-  test lets NaN through), and so is one that a float32 cannot carry (a positive scale
-  that would round to 0 or overflow). Per-channel scales likewise.
+  test lets NaN through), and so is one outside float32's positive finite values
+  [2^-149, FLT_MAX] (one that a float32 could not carry; a Python float just outside,
+  which the conversion would round onto a bound, is refused too). Per-channel scales
+  likewise.
 - Extra params must be absent on every standard type but the per-channel one (Android's
   list of such types misses a few, e.g. FLOAT16).
 - A constant tensor must have fully specified dimensions (no 0 = unknown dim), and any
@@ -194,8 +196,8 @@ _TYPE_SUBGRAPH = 15
 _INF = math.inf
 FLT_MAX = 3.4028234663852886e38
 FLT_TRUE_MIN = 2.0**-149
-"""Scales are float32 in the HAL: a positive scale must survive the conversion (neither
-overflow to inf nor underflow to 0)."""
+"""Scales are float32 in the HAL: a positive scale must lie in [FLT_TRUE_MIN, FLT_MAX], the
+positive finite float32 values (so it cannot overflow to inf nor underflow to 0)."""
 
 _SCALAR, _TENSOR, _EXTENSION = 0, 1, 2
 _S_ZERO, _S_NONNEG, _S_POSITIVE, _S_ANY = 0, 1, 2, 3
