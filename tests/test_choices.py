@@ -232,3 +232,9 @@ def test_a_tiny_positive_probability_can_still_come_true():
     assert ReplaySource([1023]).boolean(1e-6) is True
     assert ReplaySource([1022]).boolean(1e-6) is False
     assert ReplaySource([0]).boolean(1 - 1e-6) is False  # nor a p below 1 to "always"
+
+
+def test_a_weighted_choice_gives_each_item_its_weight():
+    # Draws 0..5 over weights 1, 2, 3: one "a", two "b", three "c" (v < w picks).
+    picks = [ReplaySource([v]).weighted("abc", [1, 2, 3]) for v in range(6)]
+    assert picks == ["a", "b", "b", "c", "c", "c"]

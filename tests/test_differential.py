@@ -9,7 +9,7 @@ import pytest
 
 from driver.builder import ModelBuilder
 from driver.device import ReferenceDevice
-from driver.hal.types import ErrorStatus, OperationType
+from driver.hal.types import ErrorStatus, HalVersion, OperationType, SymmPerChannelQuantParams
 from driver.hal.types import OperandType as T
 from driver.operations.quant import quantize
 from randomgraph import metamorphic
@@ -19,7 +19,11 @@ from randomgraph.differential import (
     SMALL_GRAPH_LIMIT,
     CheckOptions,
     DifferentialChecker,
+    DriverCrash,
+    DriverHang,
+    DriverSession,
     Outcome,
+    _crash_kind,
     compare_outputs,
     compute_golden,
     criteria_for,
@@ -30,6 +34,8 @@ from randomgraph.differential import (
     run_on_driver,
     run_reference,
     to_float32,
+    with_outputs,
+    with_unknown_output_dims,
 )
 from randomgraph.metamorphic import RELATIONS, check_relations, layout_variant, variants
 from randomgraph.testmodel import TestModel
@@ -136,6 +142,56 @@ def test_float16_models_are_computed_in_float32_on_request():
     assert golden[0].tolist() == [1.5, float(np.float16(2049.0))]
 
 
+def quant_conv_test() -> TestModel:
+    """A quant8 CONV_2D with its int32 bias (scale = input scale x filter scale)."""
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 1), scale=0.5, zero_point=0)
+    w = m.add_constant(T.TENSOR_QUANT8_ASYMM, (1, 1, 1, 1), [4], scale=0.5, zero_point=0)
+    b = m.add_constant(T.TENSOR_INT32, (1,), [3], scale=0.25, zero_point=0)
+    ints = [m.add_scalar(T.INT32, v) for v in (1, 1, 1, 0)]  # SAME, strides, no act
+    y = m.add_output(T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 1), scale=1.0, zero_point=0)
+    m.add_operation(O.CONV_2D, [x, w, b, *ints], [y])
+    return TestModel.from_hal("conv_q", m.build(), [np.arange(1, 5, dtype=np.uint8)])
+
+
+def lsh_test() -> TestModel:
+    """A dense LSH_PROJECTION of a quant8 input: it hashes the input's bytes."""
+    m = ModelBuilder()
+    hashes = m.add_constant(
+        T.TENSOR_FLOAT32, (4, 2), [0.12, -0.34, 0.56, -0.78, 0.9, 0.1, -0.2, 0.3]
+    )
+    x = m.add_input(T.TENSOR_QUANT8_ASYMM, (3, 2), scale=0.5, zero_point=10)
+    weight = m.add_constant(T.TENSOR_FLOAT32, (3,), [1.0, 1.0, 1.0])
+    y = m.add_output(T.TENSOR_INT32, (8,))
+    m.add_operation(O.LSH_PROJECTION, [hashes, x, weight, m.add_scalar(T.INT32, 2)], [y])
+    data = np.array([[3, 200], [17, 9], [250, 4]], np.uint8)
+    return TestModel.from_hal("lsh_q", m.build(), [data])
+
+
+def test_float32_golden_dequantizes_the_bias_and_skips_byte_hashing():
+    # The bias is dequantized with the rest (left int32, the float model is invalid and
+    # the golden silently falls back to the exact one).
+    golden, mode = compute_golden(quant_conv_test(), "auto")
+    assert mode == "float32"
+    # (q * 0.5) * 2.0 + 3 * 0.25, rounded: 1.75, 2.75, 3.75, 4.75.
+    assert golden[0].reshape(-1).tolist() == [2, 3, 4, 5]
+    # LSH_PROJECTION hashes the bytes of its input, which the conversion changes.
+    t = lsh_test()
+    exact, _ = compute_golden(t, "exact")
+    for requested in ("auto", "float32"):
+        golden, mode = compute_golden(t, requested)
+        assert mode == "exact" and golden[0].tolist() == exact[0].tolist()
+
+
+def test_float32_golden_of_pad_v2_pads_with_the_dequantized_value():
+    # The pad value is in the input's quantized units: 3 with zero point 128 is -62.5.
+    t = pad_v2_test()
+    exact, _ = compute_golden(t, "exact")
+    golden, mode = compute_golden(t, "auto")
+    assert mode == "float32"
+    assert golden[0].tolist() == exact[0].tolist() == [[3, 100, 200, 3]]
+
+
 def test_reference_values_cover_every_intermediate():
     t = chain_test()
     values = reference_values(t)
@@ -145,6 +201,91 @@ def test_reference_values_cover_every_intermediate():
     np.testing.assert_array_equal(values[t.main.operations[1].outputs[0]], t1 * 2)
     exposed, outs = expose_intermediates(t)
     assert len(outs) == 3 and exposed.main.operations == t.main.operations
+
+
+def _relaxed_pool_test() -> TestModel:
+    """Relaxed ADD of a fed input (non-finite values) and an input fed nothing, then a
+    pool constant added and a TRANSPOSE whose permutation is omitted."""
+    m = ModelBuilder(relaxed=True)
+    x = m.add_input(T.TENSOR_FLOAT32, (2, 3))
+    y = m.add_input(T.TENSOR_FLOAT32, (2, 3))
+    s = m.add_operand(T.TENSOR_FLOAT32, (2, 3))
+    m.add_operation(O.ADD, [x, y, m.add_scalar(T.INT32, 0)], [s])
+    c = m.add_constant(T.TENSOR_FLOAT32, (2, 3), np.arange(6) / 4, by_reference=True)
+    u = m.add_operand(T.TENSOR_FLOAT32, (2, 3))
+    m.add_operation(O.ADD, [s, c, m.add_scalar(T.INT32, 0)], [u])
+    z = m.add_output(T.TENSOR_FLOAT32, (3, 2))
+    m.add_operation(O.TRANSPOSE, [u, m.add_omitted(T.TENSOR_INT32, (2,))], [z])
+    fed = np.array([[np.nan, np.inf, -np.inf], [1.0, -0.0, 2.5]], np.float32)
+    t = TestModel.from_hal(
+        "pool", m.build(), [fed, None], [np.zeros((3, 2))], min_supported_version=None
+    )
+    t.criteria = "conv"
+    return t
+
+
+def _per_channel_test() -> TestModel:
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 1), scale=0.5, zero_point=3)
+    scales = SymmPerChannelQuantParams(0, (0.5, 0.25))
+    w = m.add_constant(
+        T.TENSOR_QUANT8_SYMM_PER_CHANNEL, (2, 1, 1, 1), [2, -4], channel_quant=scales
+    )
+    b = m.add_constant(T.TENSOR_INT32, (2,), [1, -1])
+    ints = [m.add_scalar(T.INT32, v) for v in (1, 1, 1, 0)]
+    y = m.add_output(T.TENSOR_QUANT8_ASYMM, (1, 2, 2, 2), scale=0.25, zero_point=100)
+    m.add_operation(O.CONV_2D, [x, w, b, *ints], [y])
+    t = TestModel.from_hal("per_channel", m.build(), [np.arange(4, dtype=np.uint8)])
+    return with_outputs(t, compute_golden(t, "exact")[0])
+
+
+def _if_test() -> TestModel:
+    """IF(cond) then x * 2 else x + 3: two different referenced subgraphs."""
+    m = ModelBuilder()
+    branches = []
+    for op, k in ((O.MUL, 2.0), (O.ADD, 3.0)):
+        sg = m.new_subgraph()
+        x = sg.add_input(T.TENSOR_FLOAT32, (3,))
+        y = sg.add_output(T.TENSOR_FLOAT32, (3,))
+        sg.add_operation(
+            op, [x, sg.add_constant(T.TENSOR_FLOAT32, (1,), [k]), sg.add_scalar(T.INT32, 0)], [y]
+        )
+        branches.append(m.add_subgraph_operand(sg))
+    cond = m.add_input(T.TENSOR_BOOL8, (1,))
+    x = m.add_input(T.TENSOR_FLOAT32, (3,))
+    y = m.add_output(T.TENSOR_FLOAT32, (3,))
+    m.add_operation(O.IF, [cond, *branches, x], [y])
+    feeds = [np.array([False]), np.array([1.0, 2.0, 3.0], np.float32)]
+    return TestModel.from_hal("if", m.build(), feeds, [np.array([4.0, 5.0, 6.0], np.float32)])
+
+
+@pytest.mark.parametrize("make", [_relaxed_pool_test, _per_channel_test, _if_test])
+def test_test_models_round_trip_through_hal_and_json(make):
+    """Every field survives to_hal -> from_hal and to_json -> from_json: the relaxed
+    flag, lifetimes (pool constants, omitted operands, subgraph references), quantization
+    (per-channel too), inputs fed nothing, non-finite values and the criteria set."""
+    import json
+
+    t = make()
+    model, inputs, expected = t.to_hal()
+    back = TestModel.from_hal(
+        t.name, model, inputs, expected, min_supported_version=t.min_supported_version
+    )
+    back.criteria = t.criteria
+    assert t.is_relaxed == back.is_relaxed == (make is _relaxed_pool_test)
+    assert back.to_json() == t.to_json()
+    loaded = TestModel.from_json(json.loads(json.dumps(t.to_json())))
+    assert loaded.to_json() == t.to_json()
+    for a, b in zip(loaded.main.operands, t.main.operands):
+        # Non-finite values come back as numbers, not as the strings JSON holds them in.
+        assert all(isinstance(v, (bool, int, float)) for v in a.data)
+        np.testing.assert_array_equal(a.data, b.data)
+    if any(i is None for i in inputs):
+        return  # not a request the reference can run
+    # The model is the same model: the reference computes the same from the copy.
+    golden = run_reference(*t.to_hal_model())[0]
+    for a, b in zip(run_reference(*back.to_hal_model())[0], golden):
+        np.testing.assert_array_equal(a, b)
 
 
 # ---------------------------------------------------------------------------------------
@@ -169,6 +310,32 @@ def test_wrong_result_is_located_at_the_first_diverging_operation():
         "TENSOR_FLOAT32",
         "ADD",
     )
+
+
+def test_wrong_result_is_not_located_when_locate_is_off():
+    r = checker("planted-activation", locate=False).check(chain_test(act=1))
+    assert r.outcome == Outcome.WRONG
+    assert r.first_op is None and r.signature == ""
+
+
+def test_the_criteria_option_overrides_every_tests_set():
+    assert checker().check(add_test()).criteria == "medium"
+    assert checker(criteria="large_graph").check(add_test()).criteria == "large_graph"
+    r = checker("planted-activation", criteria="large_graph").check(chain_test(act=1))
+    assert r.outcome == Outcome.WRONG and r.detail.endswith("[criteria large_graph]")
+
+
+def test_a_single_operation_failure_is_filed_under_its_operation():
+    r = checker("planted-crash").check(add_test(dims=(3, 2)))
+    assert r.outcome == Outcome.CRASH and r.first_op is None
+    assert failure_key(add_test(dims=(3, 2)), r) == ("crash", "ADD", "TENSOR_FLOAT32", "ADD")
+
+
+def test_without_a_watchdog_a_raising_driver_is_still_a_crash():
+    c = checker("planted-crash", timeout=None)
+    r = c.check(add_test(dims=(3, 2)))
+    assert (r.outcome, r.signature) == (Outcome.CRASH, "IndexError"), r.detail
+    assert c.check(add_test(dims=(2, 2))).outcome == Outcome.PASS
 
 
 def test_rejected_valid_model():
@@ -203,8 +370,8 @@ def test_crash_and_hang_are_caught_and_the_device_recreated():
 
 
 class _Misbehaving(ReferenceDevice):
-    def __init__(self, mode):
-        super().__init__()
+    def __init__(self, mode, version=HalVersion.V1_3):
+        super().__init__(version=version)
         self.mode = mode
 
     def prepare_model(self, model, *args, **kw):
@@ -212,16 +379,20 @@ class _Misbehaving(ReferenceDevice):
             raise RuntimeError("boom")
         if self.mode == "prepare-fails":
             return ErrorStatus.GENERAL_FAILURE, None
+        if self.mode == "prepare-none":
+            return ErrorStatus.NONE, None
         status, prepared = super().prepare_model(model, *args, **kw)
         if self.mode == "execute-fails":
             prepared.execute_synchronously = lambda *a, **k: (ErrorStatus.GENERAL_FAILURE, [], None)
-        if self.mode in ("wrong-shape", "no-shapes"):
+        if self.mode in ("wrong-shape", "no-shapes", "extra-shape"):
             original = prepared.execute_synchronously
 
             def execute(*a, **k):
                 st, shapes, timing = original(*a, **k)
                 from driver.hal.types import OutputShape
 
+                if self.mode == "extra-shape":
+                    return st, [*shapes, OutputShape((1,), True)], timing
                 return st, [OutputShape((1,), True)] if self.mode == "wrong-shape" else [], timing
 
             prepared.execute_synchronously = execute
@@ -243,12 +414,15 @@ class _Misbehaving(ReferenceDevice):
         ("execute-fails", Outcome.EXECUTE_FAILED),
         ("wrong-shape", Outcome.WRONG),
         ("no-shapes", Outcome.WRONG),  # a 1.2+ driver must report every output's shape
+        ("extra-shape", Outcome.WRONG),  # ... and one per output, no more
         ("unsupported", Outcome.SKIPPED),
         ("support-count", Outcome.REJECTED),
+        ("prepare-none", Outcome.PREPARE_FAILED),  # NONE, but no prepared model
     ],
 )
-def test_outcome_classes(mode, outcome):
-    c = DifferentialChecker(lambda: _Misbehaving(mode), CheckOptions(timeout=5))
+@pytest.mark.parametrize("version", [HalVersion.V1_2, HalVersion.V1_3])
+def test_outcome_classes(mode, outcome, version):
+    c = DifferentialChecker(lambda: _Misbehaving(mode, version), CheckOptions(timeout=5))
     assert c.check(add_test()).outcome == outcome
 
 
@@ -270,6 +444,88 @@ def test_reference_error_is_not_the_drivers_fault():
     t.main.operands[t.main.output_indexes[0]].dimensions = [5, 5]  # contradicts inference
     r = checker().check(t)
     assert r.outcome == Outcome.REFERENCE_ERROR
+
+
+def _rank_and_relu_test() -> TestModel:
+    """RANK (an INT32 scalar output) and RELU of one input."""
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_FLOAT32, (2,))
+    rank = m.add_output(T.INT32)
+    m.add_operation(O.RANK, [x], [rank])
+    y = m.add_output(T.TENSOR_FLOAT32, (2,))
+    m.add_operation(O.RELU, [x], [y])
+    return TestModel.from_hal("rank_relu", m.build(), [np.array([-1.0, 2.0], np.float32)])
+
+
+@pytest.mark.parametrize(
+    "change, has_variant",
+    [
+        (lambda t: None, True),
+        (lambda t: setattr(t, "test_dynamic_output_shape", False), False),  # opted out
+        (lambda t: setattr(t, "expect_failure", True), False),
+    ],
+    ids=["plain", "opted-out", "expect-failure"],
+)
+def test_which_tests_have_a_dynamic_output_shape_variant(change, has_variant):
+    t = add_test()
+    change(t)
+    dynamic = with_unknown_output_dims(t)
+    assert (dynamic is not None) == has_variant
+    if dynamic is not None:
+        assert dynamic.main.operands[dynamic.main.output_indexes[0]].dimensions == [0, 0]
+    # A scalar output has no dims to leave unspecified: no variant, even for its tensors.
+    assert not _rank_and_relu_test().has_dynamic_output_variant()
+    assert with_unknown_output_dims(_rank_and_relu_test()) is None
+
+
+def test_an_isolated_crash_is_named_by_the_last_exception_of_its_traceback():
+    report = (
+        "Traceback (most recent call last):\n"
+        '  File "d.py", line 3, in execute\n'
+        "KeyError: 'x'\n\n"
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "d.py", line 5, in execute\n'
+        "numpy.core._exceptions.MemoryError: cannot allocate\n"
+    )
+    assert _crash_kind(report) == (
+        "MemoryError",
+        "numpy.core._exceptions.MemoryError: cannot allocate",
+    )
+    assert _crash_kind("killed by signal 11\n") == ("died", "killed by signal 11")
+
+
+class _FakeIsolated:
+    """What DriverSession reads of an isolated device: outcome counters and the last
+    error; ``event`` says which counter a call raises ("hang", "crash" or none)."""
+
+    def __init__(self, event: str):
+        self.outcomes = {"hang": 0, "crash": 0}
+        self.last_error = "Traceback (most recent call last):\nValueError: bad pool\n"
+        self.event = event
+
+    def call(self) -> str:
+        if self.event:
+            self.outcomes[self.event] += 1
+        return "value"
+
+
+@pytest.mark.parametrize(
+    "event, raised, kind",
+    [("", None, None), ("hang", DriverHang, None), ("crash", DriverCrash, "ValueError")],
+)
+def test_an_isolated_drivers_counters_tell_a_hang_from_a_crash(event, raised, kind):
+    device = _FakeIsolated(event)
+    session = DriverSession(lambda: device, timeout=None)
+    assert session.isolated
+    if raised is None:
+        assert session.call(device.call) == "value"
+        return
+    with pytest.raises(raised) as info:
+        session.call(device.call)
+    if kind is not None:
+        assert info.value.kind == kind
+    assert (session.hangs, session.crashes) == ((1, 0) if event == "hang" else (0, 1))
 
 
 def test_isolated_driver_crash_is_classified():
@@ -311,6 +567,49 @@ def test_an_ignored_output_is_not_compared():
     assert compare_outputs(t, "strict", wrong, want)
     t.main.operands[t.main.output_indexes[0]].is_ignored = True
     assert compare_outputs(t, "strict", wrong, want) == []
+
+
+def test_an_output_of_the_right_size_but_another_shape_is_a_mismatch():
+    t = add_test(dims=(2, 3))
+    want = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (m,) = compare_outputs(t, "large_graph", [want.reshape(3, 2)], [want])
+    assert m.count == -1 and m.rule == "shape [3, 2] != [2, 3]"
+
+
+def _compared_test(type_, *, relaxed=False, name="add") -> TestModel:
+    t = add_test(type_, (2,), scale=0.5 if type_ == T.TENSOR_QUANT8_ASYMM else 0.0, name=name)
+    t.is_relaxed = relaxed
+    return t
+
+
+F32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
+
+
+@pytest.mark.parametrize(
+    "criteria, type_, relaxed, name, actual, passes",
+    [
+        # Generated tests: float32 atol 1e-5, but 5 * 2^-10 in a relaxed model.
+        ("generated", F32, False, "add", [1.0, 2.001], False),
+        ("generated", F32, True, "add", [1.0, 2.001], True),
+        ("generated", F32, True, "add", [1.0, 2.02], False),
+        # Quantized atol 1, but 3 for mobilenet-quantized tests.
+        ("generated", Q8, False, "add", [10, 22], False),
+        ("generated", Q8, False, "mobilenet_quantized_add", [10, 23], True),
+        ("generated", Q8, False, "mobilenet_quantized_add", [10, 24], False),
+        # Random graphs: a relaxed model's float32 outputs get the float16 criterion.
+        ("strict", F32, False, "add", [1.0, 2.0001], False),
+        ("strict", F32, True, "add", [1.0, 2.0001], True),
+        ("strict", F32, True, "add", [1.0, 2.01], False),
+    ],
+)
+def test_whole_test_comparison_applies_the_tests_own_flags(
+    criteria, type_, relaxed, name, actual, passes
+):
+    t = _compared_test(type_, relaxed=relaxed, name=name)
+    dtype = np.float32 if type_ == F32 else np.uint8
+    want = np.array([1.0, 2.0] if type_ == F32 else [10, 20], dtype)
+    got = np.array(actual, dtype)
+    assert (compare_outputs(t, criteria, [got], [want]) == []) == passes
 
 
 def test_float16_outputs_are_really_compared():
@@ -509,6 +808,57 @@ def test_paths_a_driver_version_lacks_are_skipped_not_failed(driver):
             ran.add(path)
     # Bursts are HAL 1.2 (IPreparedModel::configureExecutionBurst), fenced execution 1.3.
     assert ran == ({"sync", "async", "burst"} if driver == "reference-1.2" else {"sync", "async"})
+
+
+def _dequantize_test() -> TestModel:
+    """DEQUANTIZE: a quant8 input, a float32 output the signedness relation keeps."""
+    m = ModelBuilder()
+    x = m.add_input(T.TENSOR_QUANT8_ASYMM, (4,), scale=0.5, zero_point=128)
+    y = m.add_output(T.TENSOR_FLOAT32, (4,))
+    m.add_operation(O.DEQUANTIZE, [x], [y])
+    return TestModel.from_hal("dq", m.build(), [np.array([0, 100, 128, 255], np.uint8)])
+
+
+class _RefusingCache(ReferenceDevice):
+    """Prepares with cache files, then refuses to restore from them (the HAL allows it)."""
+
+    def prepare_model_from_cache(self, *args, **kw):
+        return ErrorStatus.GENERAL_FAILURE, None
+
+
+class _BrokenBurst(ReferenceDevice):
+    """Fails every burst execution (the other paths work)."""
+
+    def prepare_model(self, model, *args, **kw):
+        status, prepared = super().prepare_model(model, *args, **kw)
+        prepared.configure_execution_burst = lambda: (ErrorStatus.GENERAL_FAILURE, None)
+        return status, prepared
+
+
+def _unknown_output_dims(test: TestModel) -> TestModel:
+    test.main.operands[test.main.output_indexes[0]].dimensions = [0, 0]
+    return test
+
+
+@pytest.mark.parametrize(
+    "device, relation, test, outcome, detail",
+    [
+        # Only the quant8 outputs move by 128: a float32 output stays as it is.
+        (ReferenceDevice, "signedness", _dequantize_test, Outcome.PASS, ""),
+        # A driver may refuse to restore a model from its cache.
+        (_RefusingCache, "cache", add_test, Outcome.PASS, ""),
+        # executeFenced needs fully specified output dims: that path is not checked.
+        (ReferenceDevice, "paths", lambda: _unknown_output_dims(add_test()), Outcome.PASS, ""),
+        # A variant the driver fails on is a violation.
+        (_BrokenBurst, "paths", add_test, Outcome.INCONSISTENT, "burst execution: failed to"),
+    ],
+    ids=["signedness-float-output", "cache-refused", "fenced-unknown-dims", "burst-fails"],
+)
+def test_what_breaks_a_relation_and_what_does_not(device, relation, test, outcome, detail):
+    c = DifferentialChecker(device, CheckOptions(metamorphic=(relation,), timeout=5))
+    r = c.check(test())
+    assert r.outcome == outcome, r.detail
+    assert detail in r.detail
 
 
 class _Zeroing:

@@ -21,7 +21,7 @@ from driver.hal.types import OperationType as O
 from driver.memory import pool_buffer
 from driver.operations import REGISTRY
 from driver.validation import validate_model
-from randomgraph.choices import PrngSource
+from randomgraph.choices import PrngSource, ReplaySource
 from randomgraph.coverage import Coverage, allowed_data_types
 from randomgraph.generator import (
     GenerationError,
@@ -1066,3 +1066,57 @@ def test_generate_command_lists_dumps_and_reports_failed_seeds(tmp_path, capsys)
     captured = capsys.readouterr()
     assert captured.err.count("no operation could be generated") == 2
     assert "0 graphs generated, 2 failed" in captured.err
+
+
+@pytest.mark.parametrize(
+    "act, lo, hi, bounds",
+    [
+        (0, -3.0, 8.0, (-3.0, 8.0)),  # none
+        (1, -3.0, 8.0, (0.0, 8.0)),  # RELU
+        (1, -3.0, -1.0, (0.0, 0.0)),
+        (2, -3.0, 8.0, (-1.0, 1.0)),  # RELU1
+        (2, -0.5, 0.25, (-0.5, 0.25)),
+        (3, -3.0, 8.0, (0.0, 6.0)),  # RELU6
+        (3, 7.0, 8.0, (6.0, 6.0)),
+    ],
+)
+def test_fused_activations_bound_the_output_values(act, lo, hi, bounds):
+    from randomgraph.generator.core import OpGen
+
+    assert OpGen.activation_bounds(act, lo, hi) == bounds
+
+
+def test_a_tensor_may_hold_max_elements_and_an_output_no_fewer_than_one():
+    from randomgraph.generator.core import Reject, Tensor
+
+    g = _opgen(O.ADD)
+    limit = g.config.max_elements
+    assert g.fresh(T.TENSOR_FLOAT32, (limit,)).elements == limit
+    with pytest.raises(Reject, match="element bound"):
+        g.fresh(T.TENSOR_FLOAT32, (limit + 1,))
+    g.gen.finish(g, [], [Tensor(T.TENSOR_FLOAT32, (limit,), lo=0.0, hi=1.0)])
+    for dims in [(limit + 1,), (0, 3)]:
+        with pytest.raises(Reject, match="element bound"):
+            g.gen.finish(g, [], [Tensor(T.TENSOR_FLOAT32, dims, lo=0.0, hi=1.0)])
+
+
+@pytest.mark.parametrize("min_ops", [2, 3, 4])
+def test_the_simplest_choices_give_the_newest_version_and_min_ops_operations(min_ops):
+    # Versions are offered newest first, so choice 0 allows every operation; a variable
+    # operation count stops at the first "no more" only once min_ops are made.
+    assert generate_with(ReplaySource([]), resolve_config("small")).version == HalVersion.V1_3
+    config = resolve_config("small", num_ops=5, min_ops=min_ops, sweep=False)
+    graph = generate_with(ReplaySource([]), config)
+    assert len(graph.test_model.main.operations) == min_ops
+
+
+def test_each_operation_and_data_type_pair_is_filed_under_its_lowest_version():
+    from randomgraph.generator.core import Generator, signature_key
+
+    pairs = Generator(resolve_config("single"), PrngSource(0)).operation_pairs()
+    for op, key, version in pairs:
+        if key is None:  # IF/WHILE: one entry, HAL 1.3
+            assert version == HalVersion.V1_3
+            continue
+        sigs = [s for s in REGISTRY[op].signatures if signature_key(s) == key]
+        assert version == min(s.version for s in sigs), (O(op).name, key)

@@ -621,3 +621,34 @@ def test_the_exit_status_says_whether_a_test_failed(
     assert exit_status([*QUICK, "-q"]) == status
     resume = "interrupted: rerun with --out nnfuzz-random-reference to resume"
     assert (capsys.readouterr().err.splitlines()[-1:] == [resume]) == interrupted
+
+
+def test_the_report_says_of_each_failure_only_what_is_known():
+    """A crash (no first diverging operation) that was not minimized, and a second crash
+    minimized into a copy of it: one distinct failure of two failing tests of three."""
+    from randomgraph.report import render_html, render_markdown
+
+    state = CampaignState()
+    crash_key = ["crash", "ADD", "TENSOR_FLOAT32", "-"]
+    for fid, n in (("F001", 0), ("F002", 1)):
+        state.apply(
+            {
+                "kind": "failure",
+                **dict(id=fid, test=f"g#{n}", name=fid, group="g", outcome="crash", n_ops=3),
+                **dict(signature="IndexError", detail="boom", pre_key=crash_key),
+                "spec": f"failures/{fid}.mod.py",
+            }
+        )
+        state.apply({**_test_record(["g"], n, "crash"), "failure": fid})
+    state.apply(
+        {"kind": "minimized", "id": "F002", "status": "minimized", "key": crash_key}
+        | {"spec": "failures/F002_min.mod.py", "n_ops": 1, "duplicate_of": "F001"}
+    )
+    state.apply(_test_record(["g"], 2, "pass"))
+    md = render_markdown(state, "planted-x", out="c")
+    assert "3 tests, 2 failed, 1 distinct failures;" in md
+    assert "### F001: crash — ADD (TENSOR_FLOAT32)\n" in md  # no first diverging operation
+    assert "; 3 operations, found\n" in md  # not minimized: no minimized size
+    html = render_html(state, "planted-x", out="c")
+    assert "3 tests, <span class='fail'>2 failed</span>, 1 distinct failures;" in html
+    assert "<td>TENSOR_FLOAT32</td><td></td>" in html and "(3 ops)<br>found" in html
