@@ -239,6 +239,8 @@ class TestModel:
             if self.min_supported_version is None
             else self.min_supported_version.name,
             **({"criteria": self.criteria} if self.criteria else {}),
+            # Only a spec's opt-out is written (a generated test always has the variant).
+            **({} if self.test_dynamic_output_shape else {"testDynamicOutputShape": False}),
         }
 
     @classmethod
@@ -254,6 +256,7 @@ class TestModel:
             if d.get("minSupportedVersion", "V1_0") == "UNKNOWN"
             else HalVersion[d.get("minSupportedVersion", "V1_0")],
             criteria=str(d.get("criteria", "")),
+            test_dynamic_output_shape=bool(d.get("testDynamicOutputShape", True)),
         )
 
 

@@ -221,6 +221,7 @@ def _relaxed_pool_test() -> TestModel:
         "pool", m.build(), [fed, None], [np.zeros((3, 2))], min_supported_version=None
     )
     t.criteria = "conv"
+    t.test_dynamic_output_shape = False  # a spec's opt-out
     return t
 
 
@@ -263,7 +264,8 @@ def _if_test() -> TestModel:
 def test_test_models_round_trip_through_hal_and_json(make):
     """Every field survives to_hal -> from_hal and to_json -> from_json: the relaxed
     flag, lifetimes (pool constants, omitted operands, subgraph references), quantization
-    (per-channel too), inputs fed nothing, non-finite values and the criteria set."""
+    (per-channel too), inputs fed nothing, non-finite values, the criteria set and a spec's
+    opt-out of the dynamic-output-shape variant (JSON only: the HAL model has neither)."""
     import json
 
     t = make()
@@ -271,11 +273,13 @@ def test_test_models_round_trip_through_hal_and_json(make):
     back = TestModel.from_hal(
         t.name, model, inputs, expected, min_supported_version=t.min_supported_version
     )
-    back.criteria = t.criteria
+    back.criteria = t.criteria  # test fields the HAL model does not carry
+    back.test_dynamic_output_shape = t.test_dynamic_output_shape
     assert t.is_relaxed == back.is_relaxed == (make is _relaxed_pool_test)
     assert back.to_json() == t.to_json()
     loaded = TestModel.from_json(json.loads(json.dumps(t.to_json())))
     assert loaded.to_json() == t.to_json()
+    assert loaded.test_dynamic_output_shape == t.test_dynamic_output_shape
     for a, b in zip(loaded.main.operands, t.main.operands):
         # Non-finite values come back as numbers, not as the strings JSON holds them in.
         assert all(isinstance(v, (bool, int, float)) for v in a.data)
