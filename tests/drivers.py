@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -50,7 +51,11 @@ def _segfault() -> None:
     ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
+EXIT_WORDS = "the driver printed this to stdout before exiting"
+
+
 def _exit() -> None:
+    print(EXIT_WORDS, flush=True)
     os._exit(3)
 
 
@@ -60,6 +65,13 @@ def _raise() -> None:
 
 def _hang() -> None:
     threading.Event().wait()  # never set
+
+
+def _end_a_thread_by_system_exit() -> None:
+    # As in any Python program, SystemExit ends only its thread: the call carries on.
+    worker = threading.Thread(target=sys.exit)
+    worker.start()
+    worker.join()
 
 
 def _raise_in_thread() -> None:
@@ -111,14 +123,26 @@ class _Misbehaving:
         return self._inner.configure_execution_burst()
 
 
+class _NotifyingThenMisbehaving(_Misbehaving):
+    """Notifies a triggering asynchronous execution's completion, then misbehaves before
+    its launch returns."""
+
+    def execute(self, request, measure, deadline, loop_timeout, callback):
+        if _triggered(request):
+            callback.notify(ErrorStatus.NONE, [], NO_TIMING)
+            self._action()
+        return self._inner.execute(request, measure, deadline, loop_timeout, callback)
+
+
 class MisbehavingDevice(ReferenceDevice):
-    def __init__(self, action):
+    def __init__(self, action, prepared=_Misbehaving):
         super().__init__()
         self._action = action
+        self._prepared = prepared
 
     def prepare_model(self, model, *args, **kwargs):
         status, prepared = super().prepare_model(model, *args, **kwargs)
-        return status, (_Misbehaving(prepared, self._action) if prepared is not None else None)
+        return status, (self._prepared(prepared, self._action) if prepared is not None else None)
 
 
 def segfaulting() -> MisbehavingDevice:
@@ -162,6 +186,14 @@ class PidStampingDevice(ReferenceDevice):
 
 def thread_raising() -> MisbehavingDevice:
     return MisbehavingDevice(_raise_in_thread)
+
+
+def notifying_then_exiting() -> MisbehavingDevice:
+    return MisbehavingDevice(_exit, _NotifyingThenMisbehaving)
+
+
+def thread_exiting() -> MisbehavingDevice:
+    return MisbehavingDevice(_end_a_thread_by_system_exit)
 
 
 def pid_stamping() -> PidStampingDevice:
@@ -310,6 +342,17 @@ def timing_always_reported() -> ReportingDevice:
 def _non_ashmem_pool(request, deadline):
     names = {pool.name for pool in request.pools if isinstance(pool, Memory)}
     return ErrorStatus.GENERAL_FAILURE if names - {"ashmem"} else None
+
+
+def _late(model, measure, status, shapes, timing):
+    time.sleep(0.2)
+    return status, shapes, timing
+
+
+def late_completing() -> ReportingDevice:
+    """Completes every execution 0.2 s late: an asynchronous one after its launch has
+    returned."""
+    return ReportingDevice(rewrite=_late)
 
 
 def ashmem_only() -> ReportingDevice:
@@ -504,11 +547,19 @@ def inconsistent_queries() -> ReportingDevice:
     return _InconsistentQueries()
 
 
+UNKNOWN_STATUS = 9999
+"""A uint32 status code that is no HAL ``ErrorStatus``."""
+
+
 class _BadStatusQueries(ReferenceDevice):
-    """Answers ``getVersionString`` with a status no HAL status code can carry."""
+    """Answers ``getVersionString`` with a status no HAL status code can carry, and
+    ``getType`` with a code the HAL does not know (:data:`UNKNOWN_STATUS`)."""
 
     def get_version_string(self):
         return -1, self.config.version_string
+
+    def get_type(self):
+        return UNKNOWN_STATUS, DeviceType.CPU
 
 
 def bad_status() -> ReferenceDevice:

@@ -234,6 +234,29 @@ def test_timing_rules(device):
     assert shapes == [] and timing.time_in_driver == UINT64_MAX
 
 
+@pytest.mark.parametrize(
+    "loop_timeout, seconds", [(None, 2.0), (10**9, 1.0), (15 * 10**9, 15.0), (20 * 10**9, 15.0)]
+)
+def test_a_loop_timeout_defaults_to_2_s_and_is_at_most_15_s(
+    device, monkeypatch, loop_timeout, seconds
+):
+    """HAL ``OptionalTimeoutDuration``: the loops of an execution given no loop timeout
+    get 2 s, and one given more than 15 s gets 15 s."""
+    m = add_model()
+    pm = prepare(device, m)
+    seen = []
+    run = pm.executor.run
+
+    def recording_run(*args, **kwargs):
+        seen.append(kwargs["loop_timeout"])
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(pm.executor, "run", recording_run)
+    request = build_request(m, feeds()).request
+    assert pm.execute_synchronously(request, loop_timeout=loop_timeout)[0] == ErrorStatus.NONE
+    assert seen == [seconds]
+
+
 def test_fenced_timing_and_failed_fence(device):
     m = add_model()
     pm = prepare(device, m)
