@@ -906,10 +906,31 @@ class _FailsWhenRun:
         return ErrorStatus.GENERAL_FAILURE, [], NO_TIMING
 
 
+class _MisreportsWhenRun:
+    """Reports the time of a failed execution (timing belongs to successful ones)."""
+
+    def execute_synchronously(self, *args, **kwargs):
+        from driver.hal.types import ErrorStatus, Timing
+
+        return ErrorStatus.GENERAL_FAILURE, [], Timing(1, 1)
+
+
+class _MisreportsWhatAndroidDefers(_AcceptsWhatAndroidDefers):
+    def prepare_model(self, model, *args, **kwargs):
+        status, prepared = super().prepare_model(model, *args, **kwargs)
+        return status, (_MisreportsWhenRun() if isinstance(prepared, _FailsWhenRun) else prepared)
+
+
 def accepts_what_android_defers():
     from driver.registry import load_device
 
     return _AcceptsWhatAndroidDefers(load_device("reference"))
+
+
+def misreports_what_android_defers():
+    from driver.registry import load_device
+
+    return _MisreportsWhatAndroidDefers(load_device("reference"))
 
 
 def accepts_invalid_models():
@@ -998,6 +1019,24 @@ def test_the_reference_itself_must_refuse_what_android_defers(monkeypatch):
             break
     else:
         raise AssertionError("no execute input had a rejection Android defers")
+
+
+def test_a_prepared_model_android_defers_is_executed_and_checked(monkeypatch):
+    # A driver may prepare it; its execution is then held to the HAL's rules like any other.
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:misreports_what_android_defers")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    module = load("execute")
+    for data in _execute_corpus():
+        try:
+            module.test_one_input(data)
+        except ContractViolation as e:
+            assert str(e).startswith("execution (rejected model): GENERAL_FAILURE with timing"), e
+            break
+    else:
+        raise AssertionError("no execute input ran a model Android defers")
 
 
 class _FailsToPrepare(_Proxy):
@@ -1336,6 +1375,34 @@ def test_the_cache_target_reports_a_restore_that_breaks_its_rule(monkeypatch, dr
             break
     else:
         raise AssertionError(f"no cache input caught {driver}")
+
+
+class _RecordsCacheDeadlines(_Proxy):
+    given: ClassVar[list] = []
+
+    def prepare_model_from_cache(self, deadline, *args, **kwargs):
+        _RecordsCacheDeadlines.given.append((deadline, time.monotonic_ns()))
+        return self.inner.prepare_model_from_cache(deadline, *args, **kwargs)
+
+
+def records_cache_deadlines():
+    from driver.registry import load_device
+
+    return _RecordsCacheDeadlines(load_device("reference"))
+
+
+def test_cache_flag_bit_5_passes_a_deadline_already_passed(monkeypatch):
+    from fuzz import harness
+    from fuzz.targets.cache import DEADLINE_PASSED, build
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:records_cache_deadlines")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    monkeypatch.setattr(_RecordsCacheDeadlines, "given", [])
+    module = load("cache")
+    module.test_one_input(build(0, b"token", [b"m"], [b"d"]))
+    module.test_one_input(build(DEADLINE_PASSED, b"token", [b"m"], [b"d"]))
+    (no_deadline, _), (deadline, called_at) = _RecordsCacheDeadlines.given
+    assert no_deadline is None and deadline is not None and deadline < called_at
 
 
 @pytest.mark.parametrize("error", ["CacheError", "IndexError"])

@@ -1240,6 +1240,7 @@ def test_cli_validates_requests_against_a_model(tmp_path, capsys):
 
 def test_cli_explains_a_request_fuzz_input_and_validates_it_on_its_fixture(tmp_path, capsys):
     from fuzz.fixtures import FIXTURES
+    from fuzz.targets.request import split_input
 
     corpus = Path(__file__).resolve().parents[1] / "corpus" / "request"
     seed = corpus / "seed-while_count-fenced"
@@ -1248,6 +1249,9 @@ def test_cli_explains_a_request_fuzz_input_and_validates_it_on_its_fixture(tmp_p
     assert _cli(str(seed), "--validate") == 0
     out = capsys.readouterr().out
     assert f"selector 0x{selector:02x} (fixture while_count, path fenced," in out
+    # The pool bytes after the message are read too, as far as the target reads them.
+    pool_bytes = split_input(seed.read_bytes())[2]
+    assert pool_bytes and f"{len(pool_bytes)} pool bytes after the message" in out
     assert "REQUEST message" in out and "status NONE" in out  # its pools resolved, as in the target
     # The same request with its selector byte pointing at another fixture does not fit it.
     other = tmp_path / "other"
