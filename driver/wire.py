@@ -111,7 +111,8 @@ MAX_MESSAGE_BYTES = 1 << 28
 MAX_SUBGRAPHS = 1 << 12
 """Subgraphs per model, the main one included."""
 MAX_OPERANDS = 1 << 18
-"""Operands per model, summed over all subgraphs."""
+"""Operands per model, summed over all subgraphs; also the input indexes, and the output
+indexes, of one subgraph."""
 MAX_OPERATIONS = 1 << 18
 """Operations per model, summed over all subgraphs."""
 MAX_OPERATION_ARGUMENTS = 1 << 16
@@ -996,6 +997,9 @@ def _pack_memory(mem: Memory, handles: _Handles, what: str) -> bytes:
 def _encode_subgraph(sg: Subgraph, out: list[bytes], where: str) -> None:
     operands = sg.operands
     operations = sg.operations
+    # The decoder bounds the index lists by MAX_OPERANDS (each names an operand).
+    _limit(len(sg.input_indexes), MAX_OPERANDS, f"{where}, input indexes")
+    _limit(len(sg.output_indexes), MAX_OPERANDS, f"{where}, output indexes")
     out.append(
         _U32x4.pack(len(operands), len(operations), len(sg.input_indexes), len(sg.output_indexes))
     )
@@ -1188,7 +1192,7 @@ def _encode_roles(roles: Sequence[BufferRole], what: str) -> list[bytes]:
         return [_U32.pack(len(roles))] + [
             _ROLE.pack(r.model_index, r.io_index, r.frequency) for r in roles
         ]
-    except (struct.error, TypeError) as e:
+    except (struct.error, TypeError, OverflowError) as e:  # a frequency beyond float32
         raise WireEncodeError(f"{what}: {e}") from None
 
 

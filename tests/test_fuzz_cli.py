@@ -102,6 +102,8 @@ USAGE_ERRORS = [
     (["--seed", "-1"], "--seed: must be >= 0"),
     (["--libfuzzer=-seed=abc"], "-seed is set by nnfuzz: use --seed"),
     (["--libfuzzer=notaflag"], "'notaflag' is not a libFuzzer flag"),
+    (["--libfuzzer=-use_value_profile"], "'-use_value_profile' is not a libFuzzer flag"),
+    (["--libfuzzer=--seed=1"], "--seed is set by nnfuzz: use --seed"),
     (["--libfuzzer=-max_total_time=2000"], "-max_total_time is set by nnfuzz: use --time"),
     (["--libfuzzer=-artifact_prefix=/elsewhere/"], "-artifact_prefix is set by nnfuzz"),
     (["--libfuzzer=-jobs=4"], "-jobs is set by nnfuzz: use --jobs"),

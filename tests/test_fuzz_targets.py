@@ -146,6 +146,34 @@ def test_a_mutated_models_pools_keep_sharing_their_descriptors():
     assert seen == [0, 0, 1]
 
 
+def test_mutated_values_stay_in_the_wire_domain():
+    # A value the wire cannot carry fails re-encoding, and the structural mutation falls
+    # back to bytes: a rank stays <= MAX_RANK and a u32 near a boundary stays a u32.
+    from driver import wire
+
+    for s in range(300):
+        rng = random.Random(s)
+        assert len(mutators._mutate_dims(rng, (1,) * wire.MAX_RANK)) <= wire.MAX_RANK
+        for near in (0, 1, mutators.U32_MAX - 1, mutators.U32_MAX):
+            assert 0 <= mutators._u32(rng, near) <= mutators.U32_MAX
+
+
+def test_mutate_model_makes_count_changes(monkeypatch):
+    from driver.hal.types import Model, Subgraph
+
+    calls = []
+    monkeypatch.setattr(mutators, "_mutate_model_once", lambda m, rng: calls.append(m) or m)
+    mutators.mutate_model(Model(Subgraph()), random.Random(0), count=3)
+    assert len(calls) == 3
+
+
+def test_bytewise_mutations_stay_within_max_size():
+    for s in range(200):
+        for size in (0, 1, 7, 63):
+            data = bytes(size)
+            assert len(mutators._bytewise(data, size + 1, random.Random(s))) <= size + 1
+
+
 _OPERAND_FIELD_CHANGES = {
     "type": "type",
     "dimensions": "dimensions",
@@ -878,10 +906,31 @@ class _FailsWhenRun:
         return ErrorStatus.GENERAL_FAILURE, [], NO_TIMING
 
 
+class _MisreportsWhenRun:
+    """Reports the time of a failed execution (timing belongs to successful ones)."""
+
+    def execute_synchronously(self, *args, **kwargs):
+        from driver.hal.types import ErrorStatus, Timing
+
+        return ErrorStatus.GENERAL_FAILURE, [], Timing(1, 1)
+
+
+class _MisreportsWhatAndroidDefers(_AcceptsWhatAndroidDefers):
+    def prepare_model(self, model, *args, **kwargs):
+        status, prepared = super().prepare_model(model, *args, **kwargs)
+        return status, (_MisreportsWhenRun() if isinstance(prepared, _FailsWhenRun) else prepared)
+
+
 def accepts_what_android_defers():
     from driver.registry import load_device
 
     return _AcceptsWhatAndroidDefers(load_device("reference"))
+
+
+def misreports_what_android_defers():
+    from driver.registry import load_device
+
+    return _MisreportsWhatAndroidDefers(load_device("reference"))
 
 
 def accepts_invalid_models():
@@ -950,6 +999,70 @@ def test_a_driver_may_accept_what_android_checks_only_at_execution(monkeypatch, 
     missed = [v for v in violations if "(invalid model) returned NONE" in v]
     assert missed, violations[:3]
     assert all("the reference rejects it: main subgraph" in v for v in missed), missed[:3]
+
+
+def test_the_reference_itself_must_refuse_what_android_defers(monkeypatch):
+    # Another driver may accept a model whose rejection Android leaves to execution; the
+    # reference (what ``is_reference`` names) rejects it, and must go on doing so.
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+
+    monkeypatch.setattr(harness, "is_reference", lambda dev: True)
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:accepts_what_android_defers")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    module = load("execute")
+    for data in _execute_corpus():
+        try:
+            module.test_one_input(data)
+        except ContractViolation as e:
+            assert "(invalid model) returned NONE" in str(e)
+            break
+    else:
+        raise AssertionError("no execute input had a rejection Android defers")
+
+
+def test_a_prepared_model_android_defers_is_executed_and_checked(monkeypatch):
+    # A driver may prepare it; its execution is then held to the HAL's rules like any other.
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:misreports_what_android_defers")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    module = load("execute")
+    for data in _execute_corpus():
+        try:
+            module.test_one_input(data)
+        except ContractViolation as e:
+            assert str(e).startswith("execution (rejected model): GENERAL_FAILURE with timing"), e
+            break
+    else:
+        raise AssertionError("no execute input ran a model Android defers")
+
+
+class _FailsToPrepare(_Proxy):
+    accepted = 0
+
+    def prepare_model(self, *args, **kwargs):
+        from driver.hal.types import ErrorStatus
+
+        return ErrorStatus.GENERAL_FAILURE, None
+
+
+def fails_to_prepare():
+    from driver.registry import load_device
+
+    return _FailsToPrepare(load_device("reference"))
+
+
+@pytest.mark.parametrize("is_reference", [True, False])
+def test_only_the_reference_must_prepare_every_generated_model(monkeypatch, is_reference):
+    # GENERAL_FAILURE is a driver's right (out of memory, say); the reference has none.
+    from fuzz import harness
+
+    monkeypatch.setattr(harness, "is_reference", lambda dev: is_reference)
+    violations, _ = _run_on(monkeypatch, "execute", "fails_to_prepare", _execute_corpus()[:30])
+    refused = [v for v in violations if "prepare_model(valid model, mutation none)" in v]
+    assert bool(refused) == is_reference, violations[:3]
 
 
 # ---------------------------------------------------------------------------------------
@@ -1128,12 +1241,49 @@ def hoarding_buffers():
     return _HoardingBuffers(load_device("reference"))
 
 
+class _FailingCopyTo(_Proxy):
+    """copy_to fails, whatever copy_from put there."""
+
+    def copy_to(self, dst):
+        from driver.hal.types import ErrorStatus
+
+        return ErrorStatus.GENERAL_FAILURE
+
+
+class _BadBuffers(_Proxy):
+    def __init__(self, inner, how: str):
+        super().__init__(inner)
+        self.how = how
+
+    def allocate(self, *args, **kwargs):
+        status, buffer, token = self.inner.allocate(*args, **kwargs)
+        if buffer is None:
+            return status, buffer, token
+        if self.how == "token 0":
+            return status, buffer, 0
+        return status, _FailingCopyTo(buffer), token
+
+
+def zero_tokens():
+    from driver.registry import load_device
+
+    return _BadBuffers(load_device("reference"), "token 0")
+
+
+def failing_copy_to():
+    from driver.registry import load_device
+
+    return _BadBuffers(load_device("reference"), "failing copy_to")
+
+
 @pytest.mark.parametrize(
     "driver, violation",
     [
         # copy_from copies non-zero bytes: from zeros, writing nothing gave "the same bytes".
         ("forgetful_buffers", "copy_to did not give back the bytes of copy_from"),
         ("hoarding_buffers", "an execution using a freed buffer's token succeeded"),
+        ("zero_tokens", "allocate returned NONE with buffer"),  # a token is > 0
+        ("failing_copy_to", "copy_to of "),
     ],
 )
 def test_the_memory_target_reports_a_buffer_that_breaks_its_rule(monkeypatch, driver, violation):
@@ -1151,7 +1301,7 @@ def test_the_memory_target_reports_a_buffer_that_breaks_its_rule(monkeypatch, dr
         try:
             module.test_one_input(path.read_bytes())
         except ContractViolation as e:
-            assert str(e) == violation
+            assert str(e).startswith(violation), e
             break
     else:
         raise AssertionError(f"no memory input caught {driver}")
@@ -1169,6 +1319,90 @@ def test_cache_inputs_count_model_files_then_data_files():
         assert parse(data) == (flags, token, model_files, data_files)
     cut = bytes([1]) + token + (100).to_bytes(4, "little") + b"short"
     assert parse(cut) == (1, token, [b"short"], [])
+
+
+class _BadCacheRestores(_Proxy):
+    """prepare_model_from_cache answers a restore wrongly, one way (``how``)."""
+
+    def __init__(self, inner, how: str):
+        super().__init__(inner)
+        self.how = how
+
+    def prepare_model_from_cache(self, *args, **kwargs):
+        from driver.hal.types import Model, Operation, Subgraph
+
+        status, prepared = self.inner.prepare_model_from_cache(*args, **kwargs)
+        if prepared is None:
+            return status, None
+        if self.how == "NONE without a model":
+            return status, None
+        never_written = _Proxy(prepared)  # an ADD of operands that do not exist
+        never_written.model = Model(Subgraph((), (Operation(0, (5, 6, 7), (8,)),)))
+        return status, never_written
+
+
+def restores_nothing():
+    from driver.registry import load_device
+
+    return _BadCacheRestores(load_device("reference"), "NONE without a model")
+
+
+def restores_a_model_never_written():
+    from driver.registry import load_device
+
+    return _BadCacheRestores(load_device("reference"), "a model never written")
+
+
+@pytest.mark.parametrize(
+    "driver, violation",
+    [
+        ("restores_nothing", "prepare_model_from_cache returned NONE and None"),
+        ("restores_a_model_never_written", "a cache restored a model the driver never wrote"),
+    ],
+)
+def test_the_cache_target_reports_a_restore_that_breaks_its_rule(monkeypatch, driver, violation):
+    from fuzz import harness
+    from fuzz.harness import ContractViolation
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", f"tests.test_fuzz_targets:{driver}")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    module = load("cache")
+    for path in _inputs("cache"):
+        try:
+            module.test_one_input(path.read_bytes())
+        except ContractViolation as e:
+            assert str(e).startswith(violation), e
+            break
+    else:
+        raise AssertionError(f"no cache input caught {driver}")
+
+
+class _RecordsCacheDeadlines(_Proxy):
+    given: ClassVar[list] = []
+
+    def prepare_model_from_cache(self, deadline, *args, **kwargs):
+        _RecordsCacheDeadlines.given.append((deadline, time.monotonic_ns()))
+        return self.inner.prepare_model_from_cache(deadline, *args, **kwargs)
+
+
+def records_cache_deadlines():
+    from driver.registry import load_device
+
+    return _RecordsCacheDeadlines(load_device("reference"))
+
+
+def test_cache_flag_bit_5_passes_a_deadline_already_passed(monkeypatch):
+    from fuzz import harness
+    from fuzz.targets.cache import DEADLINE_PASSED, build
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:records_cache_deadlines")
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    monkeypatch.setattr(_RecordsCacheDeadlines, "given", [])
+    module = load("cache")
+    module.test_one_input(build(0, b"token", [b"m"], [b"d"]))
+    module.test_one_input(build(DEADLINE_PASSED, b"token", [b"m"], [b"d"]))
+    (no_deadline, _), (deadline, called_at) = _RecordsCacheDeadlines.given
+    assert no_deadline is None and deadline is not None and deadline < called_at
 
 
 @pytest.mark.parametrize("error", ["CacheError", "IndexError"])

@@ -403,6 +403,27 @@ def test_fd_resolver_maps_received_descriptors_and_checks_their_size():
         os.close(w)
 
 
+def test_fd_resolver_limits_the_pool_size_and_maps_an_empty_pool():
+    mem = allocate_shared_memory(16)
+    fds = [mem.handle.fd]
+    enc = wire.encode_request(Request(pools=(mem,)))
+    at_limit = wire.decode_request(enc.data, wire.fd_resolver(fds, max_pool_size=16))
+    assert at_limit.pools[0].size == 16
+    at_limit.pools[0].handle.close()
+    with pytest.raises(WireDecodeError, match="pool size 16 exceeds the 15-byte limit") as info:
+        wire.decode_request(enc.data, wire.fd_resolver(fds, max_pool_size=15))
+    assert info.value.failure == DecodeFailure.BAD_HANDLE
+    # mmap refuses an empty file: an empty pool gets a fresh empty memfd of its own.
+    empty_file = os.memfd_create("empty")
+    try:
+        empty = wire.encode_request(Request(pools=(Memory("ashmem", 0, mem.handle),)))
+        pool = wire.decode_request(empty.data, wire.fd_resolver([empty_file])).pools[0]
+    finally:
+        os.close(empty_file)
+    assert pool.size == 0 and pool.handle is not None
+    pool.handle.close()
+
+
 def test_handles_resolver_rejects_missing_handles_with_the_pool_offset():
     enc = wire.encode_model(small_model())
     with pytest.raises(WireDecodeError) as info:
@@ -744,6 +765,19 @@ HUGE_DECLARATIONS = {
         _model(struct.pack("<II", 0, 0), _subgraph_head(0, 0, wire.MAX_OPERANDS)),
         DecodeFailure.TRUNCATED,
     ),
+    "subgraph inputs over the limit": (
+        _model(struct.pack("<II", 0, 0), _subgraph_head(0, 0, wire.MAX_OPERANDS + 1)),
+        DecodeFailure.LIMIT_EXCEEDED,
+    ),
+    "operations in the whole model": (  # main holds 1: a referenced one may hold one less
+        _model(
+            struct.pack("<II", 0, 1),
+            _subgraph_head(0, 1),
+            struct.pack("<III", 0, 0, 0),
+            _subgraph_head(0, wire.MAX_OPERATIONS),
+        ),
+        DecodeFailure.LIMIT_EXCEEDED,
+    ),
     "referenced subgraphs": (
         _model(struct.pack("<II", 0, wire.MAX_SUBGRAPHS)),
         DecodeFailure.LIMIT_EXCEEDED,
@@ -926,6 +960,121 @@ def test_fuzz_resolver_never_allocates_a_declared_pool_size():
     assert peak < 64 * 1024
 
 
+# Where each error is reported: the byte offset of the offending field (docs/wire-format.md,
+# "Errors"), for a shortfall the rank column that declared the missing data.
+_BODY = wire.HEADER_SIZE
+_MAIN = _BODY + 8  # the main subgraph's header
+_MAIN_RANKS = _MAIN + 16
+DECODE_ERROR_OFFSETS = {
+    "invalid UTF-8 in a pool name (its third byte)": (
+        _model(
+            struct.pack("<II", 0, 0),
+            EMPTY_SG,
+            struct.pack("<II", 0, 1),
+            struct.pack("<IQI", wire.NO_HANDLE, 4, 3) + b"ab\xff",
+            struct.pack("<I", 0),
+        ),
+        DecodeFailure.BAD_VALUE,
+        _MAIN + 16 + 4 + 4 + 16 + 2,
+    ),
+    "the rank byte of operand 2": (
+        _model(
+            struct.pack("<II", 0, 0),
+            _subgraph_head(3),
+            bytes([0, 0, wire.MAX_RANK + 1]),
+            bytes(3 + 3 * 32),
+        ),
+        DecodeFailure.LIMIT_EXCEEDED,
+        _MAIN_RANKS + 2,
+    ),
+    "dimensions missing: the rank column that declared them": (
+        _model(struct.pack("<II", 0, 0), _subgraph_head(1), bytes([2, 0]), bytes(32)),
+        DecodeFailure.TRUNCATED,
+        _MAIN_RANKS,
+    ),
+    "the record of operation 1, with too many inputs": (
+        _model(
+            struct.pack("<II", 0, 0),
+            _subgraph_head(0, 2),
+            struct.pack("<III", 0, 0, 0),
+            struct.pack("<III", 0, wire.MAX_OPERATION_ARGUMENTS + 1, 0),
+        ),
+        DecodeFailure.LIMIT_EXCEEDED,
+        _MAIN + 16 + 12,
+    ),
+    "the subgraph input count over the limit": (
+        _model(struct.pack("<II", 0, 0), _subgraph_head(0, 0, wire.MAX_OPERANDS + 1)),
+        DecodeFailure.LIMIT_EXCEEDED,
+        _MAIN + 8,
+    ),
+    "an isSufficient byte of 2 (output shape 1)": (
+        _with_body(
+            wire.MessageKind.EXECUTION_RESULT,
+            struct.pack("<IQQI", 0, 0, 0, 2) + bytes([0, 0, 1, 2]) + struct.pack("<I", 0),
+        ),
+        DecodeFailure.BAD_VALUE,
+        _BODY + 24 + 2 + 1,
+    ),
+    # The counts check a minimum size per item; an item cut short is still TRUNCATED.
+    "the second extension name entry, 1 byte of it": (
+        _model(
+            struct.pack("<II", 0, 0),
+            EMPTY_SG,
+            struct.pack("<III", 0, 0, 2),
+            struct.pack("<HI", 1, 5) + b"com.a",
+            b"\x02",
+        ),
+        DecodeFailure.TRUNCATED,
+        _MAIN + 16 + 12 + 11,
+    ),
+    "the second request pool, after a memory pool": (
+        _with_body(
+            wire.MessageKind.REQUEST,
+            struct.pack("<III", 0, 0, 2)
+            + struct.pack("<IIQI", 0, wire.NO_HANDLE, 4, 0)
+            + struct.pack("<I", 1),
+        ),
+        DecodeFailure.TRUNCATED,
+        _BODY + 12 + 20,
+    ),
+    "a per-channel header after an extension blob": (
+        _model(
+            struct.pack("<II", 0, 0),
+            _subgraph_head(2, 0, 1),
+            bytes([0, 0, 2, 1]),
+            bytes(64),
+            struct.pack("<I", 0),
+            b"\0\0",
+        ),
+        DecodeFailure.TRUNCATED,
+        _MAIN_RANKS + 4 + 64 + 4,
+    ),
+    "a buffer descriptor of rank MAX_RANK + 1": (
+        _with_body(
+            wire.MessageKind.BUFFER_ALLOCATION,
+            struct.pack("<I", wire.MAX_RANK + 1)
+            + bytes(4 * (wire.MAX_RANK + 1))
+            + struct.pack("<II", 0, 0),
+        ),
+        DecodeFailure.LIMIT_EXCEEDED,
+        _BODY,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(DECODE_ERROR_OFFSETS))
+def test_decode_errors_point_at_the_offending_field(name):
+    data, failure, offset = DECODE_ERROR_OFFSETS[name]
+    with pytest.raises(WireDecodeError) as info:
+        wire.decode(data)
+    assert (info.value.failure, info.value.offset) == (failure, offset), info.value
+
+
+def test_a_buffer_descriptor_of_rank_max_rank_decodes():
+    msg = wire.BufferAllocationMessage(BufferDesc((1,) * wire.MAX_RANK))
+    assert round_trip(msg) == msg
+
+
 # ---------------------------------------------------------------------------------------
 # Encoding refuses what the HAL cannot carry
 # ---------------------------------------------------------------------------------------
@@ -951,6 +1100,57 @@ def test_fuzz_resolver_never_allocates_a_declared_pool_size():
 def test_encoding_refuses_values_outside_the_hal_domains(model, match):
     with pytest.raises(WireEncodeError, match=match):
         wire.encode_model(model)
+
+
+_ONE_OPERAND = Operand(T.INT32)
+
+
+@pytest.mark.parametrize(
+    "obj, match",
+    [
+        (Model(Subgraph(), (Subgraph(),) * wire.MAX_SUBGRAPHS), "subgraphs"),
+        (  # each subgraph within the limit, the model over it
+            Model(
+                Subgraph((_ONE_OPERAND,) * (wire.MAX_OPERANDS // 2 + 1)),
+                (Subgraph((_ONE_OPERAND,) * (wire.MAX_OPERANDS // 2)),),
+            ),
+            "operands in the model",
+        ),
+        (
+            Model(Subgraph((), (Operation(0, (0,) * (wire.MAX_OPERATION_ARGUMENTS + 1), ()),))),
+            "operation 0 inputs",
+        ),
+        (Model(Subgraph((), (), (0,) * (wire.MAX_OPERANDS + 1))), "main subgraph, input indexes"),
+        (
+            Model(Subgraph(), (Subgraph((), (), (), (0,) * (wire.MAX_OPERANDS + 1)),)),
+            "subgraph 0, output indexes",
+        ),
+        (wire.BufferAllocationMessage(BufferDesc((1,) * (wire.MAX_RANK + 1))), "rank"),
+    ],
+    ids=["subgraphs", "operands", "operation inputs", "inputs", "outputs", "buffer rank"],
+)
+def test_encoding_refuses_counts_the_decoder_would_reject(obj, match):
+    with pytest.raises(WireEncodeError, match=match):
+        wire.encode(obj)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        wire.BufferAllocationMessage(input_roles=(BufferRole(0, 0, 1e300),)),
+        wire.BufferAllocationMessage(output_roles=(BufferRole(0, 0, -1e39),)),
+        Capabilities(PerformanceInfo(1e300, 1.0), PerformanceInfo(1.0, 1.0)),
+    ],
+    ids=["input role", "output role", "capabilities"],
+)
+def test_a_float_beyond_float32_range_is_an_encode_error(obj):
+    with pytest.raises(WireEncodeError, match="float"):
+        wire.encode(obj)
+
+
+def test_a_model_of_max_subgraphs_round_trips():
+    model = Model(Subgraph(), (Subgraph(),) * (wire.MAX_SUBGRAPHS - 1))
+    assert len(round_trip(model).referenced) == wire.MAX_SUBGRAPHS - 1
 
 
 def test_encode_rejects_unknown_objects():
@@ -1040,6 +1240,7 @@ def test_cli_validates_requests_against_a_model(tmp_path, capsys):
 
 def test_cli_explains_a_request_fuzz_input_and_validates_it_on_its_fixture(tmp_path, capsys):
     from fuzz.fixtures import FIXTURES
+    from fuzz.targets.request import split_input
 
     corpus = Path(__file__).resolve().parents[1] / "corpus" / "request"
     seed = corpus / "seed-while_count-fenced"
@@ -1048,6 +1249,9 @@ def test_cli_explains_a_request_fuzz_input_and_validates_it_on_its_fixture(tmp_p
     assert _cli(str(seed), "--validate") == 0
     out = capsys.readouterr().out
     assert f"selector 0x{selector:02x} (fixture while_count, path fenced," in out
+    # The pool bytes after the message are read too, as far as the target reads them.
+    pool_bytes = split_input(seed.read_bytes())[2]
+    assert pool_bytes and f"{len(pool_bytes)} pool bytes after the message" in out
     assert "REQUEST message" in out and "status NONE" in out  # its pools resolved, as in the target
     # The same request with its selector byte pointing at another fixture does not fit it.
     other = tmp_path / "other"
@@ -1100,6 +1304,65 @@ def test_describe_lists_every_row_with_limit_0_and_shows_scalar_constants():
     assert rows[1].endswith("values @4+4 = 7  consumers=0")
     assert rows[2].endswith("values @6+4  consumers=0")
     assert "    ... 2 more" in describe(model, limit=1)
+
+
+def test_the_hex_context_brackets_the_offending_byte_or_the_end():
+    from fuzz.commands.wire import _hex_context
+
+    data = bytes(range(20))
+    around_10 = "bytes 2..18: 02 03 04 05 06 07 08 09 [0a] 0b 0c 0d 0e 0f 10 11"
+    assert _hex_context(data, 10) == around_10
+    assert _hex_context(data[:3], 3) == "bytes 0..3: 00 01 02 [end]"
+
+
+def test_cli_shows_a_shortfall_at_the_end_of_the_data(tmp_path, capsys):
+    path = tmp_path / "cut.nnw"
+    path.write_bytes(_model(struct.pack("<II", 0, 0)))  # no main subgraph
+    assert _cli(str(path)) == 1
+    out = capsys.readouterr().out
+    assert "decode error at byte 20 (truncated)" in out and out.rstrip().endswith("[end]")
+
+
+def test_cli_exits_1_when_the_model_of_a_request_does_not_decode(tmp_path, capsys):
+    (tmp_path / "r.nnw").write_bytes(wire.encode_request(small_request()).data)
+    (tmp_path / "m.nnw").write_bytes(b"NNFW")
+    assert _cli(str(tmp_path / "r.nnw"), "--validate", "--model", str(tmp_path / "m.nnw")) == 1
+    assert "--model" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "obj, shown, not_shown",
+    [
+        (
+            wire.ExecutionResultMessage(output_shapes=(OutputShape((2,), False),)),
+            "[2] INSUFFICIENT",
+            "sufficient",
+        ),
+        (
+            wire.ExecutionResultMessage(output_shapes=(OutputShape((2,), True),)),
+            "[2] sufficient",
+            "INSUFFICIENT",
+        ),
+        (  # up to 8 per-channel scales are all shown, without an ellipsis
+            Operand(3, (8,), extra_params=SymmPerChannelQuantParams(0, (0.5,) * 8)),
+            "scales=[0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]",
+            "...",
+        ),
+        (
+            Operand(3, (9,), extra_params=SymmPerChannelQuantParams(0, (0.5,) * 9)),
+            "scales=[0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, ...]",
+            "0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5",
+        ),
+    ],
+    ids=["insufficient", "sufficient", "8 scales", "9 scales"],
+)
+def test_describe_shows_sufficiency_and_scales(obj, shown, not_shown):
+    from fuzz.commands.wire import describe
+
+    if isinstance(obj, Operand):
+        obj = Model(Subgraph((obj,)))
+    text = "\n".join(describe(obj))
+    assert shown in text and not_shown not in text.replace(shown, ""), text
 
 
 def test_cli_help_explains_the_command(capsys):
