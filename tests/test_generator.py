@@ -134,6 +134,12 @@ def test_data_type_and_rank_filters():
         graph = generate(seed, "single", ranks=frozenset({3}))
         _check_valid(graph)
         assert graph.operations[0].rank == 3
+    # In a graph too: an input taken from an earlier operation keeps to the filter, and
+    # FILL (whose rank is its output's) is counted at the rank it was given.
+    for seed in range(60):
+        graph = generate(seed, "small", ranks=frozenset({3}))
+        main = graph.operations[: len(graph.model.main.operations)]
+        assert [r for r in main if r.rank != 3] == []
 
 
 def test_impossible_filter_fails_cleanly():

@@ -335,13 +335,17 @@ class OpGen:
         return DimSolver(self.src, self.config.max_dim, self.config.max_elements)
 
     def rank(self, lo: int, hi: int, *, primary: bool = True) -> int:
-        """A rank in [lo, hi] (within the rank filter for the primary input)."""
+        """A rank in [lo, hi]; for the primary input (or output, as FILL's) it is within
+        the rank filter and is the rank the coverage table counts."""
         allowed = [r for r in range(lo, hi + 1)]
         if primary and self.config.ranks is not None:
             allowed = [r for r in allowed if r in self.config.ranks]
         if not allowed:
             raise Reject("rank filter")
-        return self.src.choice(allowed)
+        chosen = self.src.choice(allowed)
+        if primary:
+            self.primary_rank = chosen
+        return chosen
 
     def primary(self, rank: int) -> None:
         """Declare the rank coverage counts for a rule without a primary data input
