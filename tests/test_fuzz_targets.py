@@ -1005,38 +1005,16 @@ def test_the_reference_itself_must_refuse_what_android_defers(monkeypatch):
     # Another driver may accept a model whose rejection Android leaves to execution; the
     # reference (what ``is_reference`` names) rejects it, and must go on doing so.
     from fuzz import harness
-    from fuzz.harness import ContractViolation
 
     monkeypatch.setattr(harness, "is_reference", lambda dev: True)
-    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:accepts_what_android_defers")
-    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
-    module = load("execute")
-    for data in _execute_corpus():
-        try:
-            module.test_one_input(data)
-        except ContractViolation as e:
-            assert "(invalid model) returned NONE" in str(e)
-            break
-    else:
-        raise AssertionError("no execute input had a rejection Android defers")
+    message = _first_violation(monkeypatch, "execute", "accepts_what_android_defers")
+    assert "(invalid model) returned NONE" in message
 
 
 def test_a_prepared_model_android_defers_is_executed_and_checked(monkeypatch):
     # A driver may prepare it; its execution is then held to the HAL's rules like any other.
-    from fuzz import harness
-    from fuzz.harness import ContractViolation
-
-    monkeypatch.setenv("NNFUZZ_DRIVER", "tests.test_fuzz_targets:misreports_what_android_defers")
-    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
-    module = load("execute")
-    for data in _execute_corpus():
-        try:
-            module.test_one_input(data)
-        except ContractViolation as e:
-            assert str(e).startswith("execution (rejected model): GENERAL_FAILURE with timing"), e
-            break
-    else:
-        raise AssertionError("no execute input ran a model Android defers")
+    message = _first_violation(monkeypatch, "execute", "misreports_what_android_defers")
+    assert message.startswith("execution (rejected model): GENERAL_FAILURE with timing"), message
 
 
 class _FailsToPrepare(_Proxy):
@@ -1264,31 +1242,24 @@ class _BadBuffers(_Proxy):
         return status, _FailingCopyTo(buffer), token
 
 
-def zero_tokens():
+def _on_reference(wrapper, *args):
+    """The reference driver behind ``wrapper`` (a broken-driver proxy of this module)."""
     from driver.registry import load_device
 
-    return _BadBuffers(load_device("reference"), "token 0")
+    return wrapper(load_device("reference"), *args)
+
+
+def zero_tokens():
+    return _on_reference(_BadBuffers, "token 0")
 
 
 def failing_copy_to():
-    from driver.registry import load_device
-
-    return _BadBuffers(load_device("reference"), "failing copy_to")
+    return _on_reference(_BadBuffers, "failing copy_to")
 
 
-@pytest.mark.parametrize(
-    "driver, violation",
-    [
-        # copy_from copies non-zero bytes: from zeros, writing nothing gave "the same bytes".
-        ("forgetful_buffers", "copy_to did not give back the bytes of copy_from"),
-        ("hoarding_buffers", "an execution using a freed buffer's token succeeded"),
-        ("zero_tokens", "allocate returned NONE with buffer"),  # a token is > 0
-        ("failing_copy_to", "copy_to of "),
-    ],
-)
-def test_the_memory_target_reports_a_buffer_that_breaks_its_rule(monkeypatch, driver, violation):
-    """The memory corpus, replayed on a driver with a broken IBuffer: the first contract
-    violation is the one that driver commits."""
+def _first_violation(monkeypatch, target: str, driver: str) -> str:
+    """The first contract violation that ``target``'s corpus (seeds and reproducers),
+    replayed in process, finds in ``driver`` (a factory of this module)."""
     from fuzz import harness
     from fuzz.harness import ContractViolation
     from fuzz.targets import request
@@ -1296,15 +1267,13 @@ def test_the_memory_target_reports_a_buffer_that_breaks_its_rule(monkeypatch, dr
     monkeypatch.setenv("NNFUZZ_DRIVER", f"tests.test_fuzz_targets:{driver}")
     monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
     monkeypatch.setattr(request, "_PREPARED", {})
-    module = load("memory")
-    for path in _inputs("memory"):
+    module = load(target)
+    for path in _inputs(target):
         try:
             module.test_one_input(path.read_bytes())
         except ContractViolation as e:
-            assert str(e).startswith(violation), e
-            break
-    else:
-        raise AssertionError(f"no memory input caught {driver}")
+            return str(e)
+    raise AssertionError(f"no {target} input caught {driver}")
 
 
 def test_cache_inputs_count_model_files_then_data_files():
@@ -1342,39 +1311,30 @@ class _BadCacheRestores(_Proxy):
 
 
 def restores_nothing():
-    from driver.registry import load_device
-
-    return _BadCacheRestores(load_device("reference"), "NONE without a model")
+    return _on_reference(_BadCacheRestores, "NONE without a model")
 
 
 def restores_a_model_never_written():
-    from driver.registry import load_device
-
-    return _BadCacheRestores(load_device("reference"), "a model never written")
+    return _on_reference(_BadCacheRestores, "a model never written")
 
 
 @pytest.mark.parametrize(
-    "driver, violation",
+    "target, driver, violation",
     [
-        ("restores_nothing", "prepare_model_from_cache returned NONE and None"),
-        ("restores_a_model_never_written", "a cache restored a model the driver never wrote"),
+        # copy_from copies non-zero bytes: from zeros, writing nothing gave "the same bytes".
+        ("memory", "forgetful_buffers", "copy_to did not give back the bytes of copy_from"),
+        ("memory", "hoarding_buffers", "an execution using a freed buffer's token succeeded"),
+        ("memory", "zero_tokens", "allocate returned NONE with buffer"),  # a token is > 0
+        ("memory", "failing_copy_to", "copy_to of "),
+        ("cache", "restores_nothing", "prepare_model_from_cache returned NONE and None"),
+        ("cache", "restores_a_model_never_written", "a cache restored a model the driver never"),
     ],
 )
-def test_the_cache_target_reports_a_restore_that_breaks_its_rule(monkeypatch, driver, violation):
-    from fuzz import harness
-    from fuzz.harness import ContractViolation
-
-    monkeypatch.setenv("NNFUZZ_DRIVER", f"tests.test_fuzz_targets:{driver}")
-    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
-    module = load("cache")
-    for path in _inputs("cache"):
-        try:
-            module.test_one_input(path.read_bytes())
-        except ContractViolation as e:
-            assert str(e).startswith(violation), e
-            break
-    else:
-        raise AssertionError(f"no cache input caught {driver}")
+def test_a_target_reports_the_rule_a_broken_driver_breaks(monkeypatch, target, driver, violation):
+    """The target's corpus, replayed on a driver with a broken IBuffer or cache restore:
+    the first contract violation is the one that driver commits."""
+    message = _first_violation(monkeypatch, target, driver)
+    assert message.startswith(violation), message
 
 
 class _RecordsCacheDeadlines(_Proxy):
