@@ -142,6 +142,13 @@ def test_data_type_and_rank_filters():
         assert [r for r in main if r.rank != 3] == []
 
 
+def test_a_sweep_gives_each_operation_and_data_type_pair_its_seed():
+    """Seed N's first operation is pair N mod #pairs, at a HAL version that has the pair
+    (not just the operation): five seeds of ADD make its five data types."""
+    made = [generate(s, "single", operations=frozenset({O.ADD})).operations[0] for s in range(5)]
+    assert sorted(r.data_type for r in made) == ["F16", "F32", "I32", "Q8A", "Q8AS"]
+
+
 def test_impossible_filter_fails_cleanly():
     with pytest.raises(GenerationError):
         generate(
