@@ -149,6 +149,17 @@ def test_a_sweep_gives_each_operation_and_data_type_pair_its_seed():
     assert sorted(r.data_type for r in made) == ["F16", "F32", "I32", "Q8A", "Q8AS"]
 
 
+def test_control_flow_bodies_draw_fresh_tensors_as_constants():
+    """An IF/WHILE fixes its subgraphs' inputs: a tensor an operation in a body draws
+    fresh must be a constant there, or the graph cannot be built."""
+    with_bodies = 0
+    for seed in range(12):
+        graph = generate(seed, "small", operations=frozenset({O.IF, O.WHILE, O.ADD, O.MUL}))
+        _check_valid(graph)
+        with_bodies += bool(graph.model.referenced)
+    assert with_bodies >= 3  # not vacuous: IF or WHILE bodies were drawn
+
+
 def test_impossible_filter_fails_cleanly():
     with pytest.raises(GenerationError):
         generate(
