@@ -1461,14 +1461,6 @@ def _element_size(t: int) -> int:
     return (rule[2] or 1) if rule is not None else 1
 
 
-def validate_execution_inputs(model: Model, inputs: Sequence) -> None:
-    """The number of input values matches the main subgraph's inputs."""
-    if len(inputs) != len(model.main.input_indexes):
-        raise _invalid(
-            f"{len(inputs)} input values given, the model has {len(model.main.input_indexes)}"
-        )
-
-
 # ---------------------------------------------------------------------------------------
 # Execution options
 # ---------------------------------------------------------------------------------------
@@ -1664,7 +1656,6 @@ __all__ = [
     "validate_deadline",
     "validate_duration",
     "validate_execution",
-    "validate_execution_inputs",
     "validate_execution_preference",
     "validate_measure",
     "validate_memory",
