@@ -15,7 +15,7 @@ skipped, say for a missing optional package, or none collected), and is *stale* 
 text is not in its file exactly once (the code moved: update the entry). Exit status 0
 iff every mutant is killed.
 
-Run it by hand, like the benchmarks: about 40 minutes for the whole catalog.
+Run it by hand, like the benchmarks: about 70 minutes for the whole catalog.
 Every entry was a survivor once or guards a fact the tests must hold (docs/design.md,
 "Testing"). ``tests/test_mutants_catalog.py`` keeps the catalog current in CI.
 """
