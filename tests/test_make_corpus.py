@@ -6,20 +6,16 @@ after such a change, ``python3 tools/make_corpus.py execute model``.)"""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from fuzz.fixtures import FIXTURES
 from fuzz.targets.request import PATHS
+from tests import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("make_corpus", ROOT / "tools" / "make_corpus.py")
-make_corpus = importlib.util.module_from_spec(_spec)
-sys.modules["make_corpus"] = make_corpus
-_spec.loader.exec_module(make_corpus)
+make_corpus = load_tool("make_corpus")
 
 
 def committed_seeds(target: str) -> dict[str, bytes]:

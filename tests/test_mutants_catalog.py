@@ -3,16 +3,13 @@ killed mutant from a survivor. The whole catalog runs by hand: ``python3 tools/m
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
+from tests import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("mutants", ROOT / "tools" / "mutants.py")
-mutants = importlib.util.module_from_spec(_spec)
-sys.modules["mutants"] = mutants  # its dataclass looks its module up
-_spec.loader.exec_module(mutants)
+mutants = load_tool("mutants")
 
 
 def test_every_mutant_applies_to_the_tree():
