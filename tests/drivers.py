@@ -445,19 +445,148 @@ def _invalid_as_general_failure(model, measure, status, shapes, timing):
     return wrong, shapes, timing
 
 
-class _BurstMisreportsInvalid(_Reporting):
-    def configure_execution_burst(self):
-        status, burst = self.inner.configure_execution_burst()
-        if burst is None:
-            return status, None
-        misreporting = _Reporting(self.inner, _never, _invalid_as_general_failure)
-        return status, _ReportingBurst(misreporting, burst)
+def _burst_only(rewrite) -> type[_Reporting]:
+    """Prepared models whose bursts (the last path) report through ``rewrite``; the
+    other paths report what the reference does (a property must try every path)."""
+
+    class _BurstRewrites(_Reporting):
+        def configure_execution_burst(self):
+            status, burst = self.inner.configure_execution_burst()
+            if burst is None:
+                return status, None
+            return status, _ReportingBurst(_Reporting(self.inner, _never, rewrite), burst)
+
+    return _BurstRewrites
 
 
 def burst_misreports_invalid() -> ReportingDevice:
     """Bursts (the last path) answer an invalid request with GENERAL_FAILURE; the other
     paths rightly say INVALID_ARGUMENT."""
-    return ReportingDevice(prepared=_BurstMisreportsInvalid)
+    return ReportingDevice(prepared=_burst_only(_invalid_as_general_failure))
+
+
+def _persistent_as_transient(model, measure, status, shapes, timing):
+    if status == ErrorStatus.MISSED_DEADLINE_PERSISTENT:
+        status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
+    return status, shapes, timing
+
+
+def burst_transient_deadlines() -> ReportingDevice:
+    """Bursts answer an execution past its deadline MISSED_DEADLINE_TRANSIENT; prepareModel
+    and the other paths rightly say MISSED_DEADLINE_PERSISTENT."""
+    return ReportingDevice(prepared=_burst_only(_persistent_as_transient))
+
+
+def burst_short_outputs_sufficient() -> ReportingDevice:
+    """Bursts report an output that is too small as sufficient; the other paths do not."""
+    return ReportingDevice(prepared=_burst_only(_all_sufficient))
+
+
+def refusing_execution_deadlines() -> ReportingDevice:
+    """Prepares with every priority and deadline, but refuses every execution given a
+    deadline, even one an hour away."""
+    return ReportingDevice(
+        refuse=lambda request, deadline: (
+            None if deadline is None else ErrorStatus.MISSED_DEADLINE_PERSISTENT
+        )
+    )
+
+
+def _every_output_insufficient(model, measure, status, shapes, timing):
+    if status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+        shapes = [OutputShape(s.dimensions, False) for s in shapes]
+    return status, shapes, timing
+
+
+def every_output_insufficient() -> ReportingDevice:
+    """With one output buffer too small, reports every output insufficient."""
+    return ReportingDevice(rewrite=_every_output_insufficient)
+
+
+def _timed_insufficient(model, measure, status, shapes, timing):
+    if status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+        timing = Timing(5, 10)
+    return status, shapes, timing
+
+
+def timing_when_insufficient() -> ReportingDevice:
+    """Reports timing for an execution that failed with OUTPUT_INSUFFICIENT_SIZE."""
+    return ReportingDevice(rewrite=_timed_insufficient)
+
+
+class _OneFlagShort(ReportingDevice):
+    def get_supported_operations(self, model):
+        status, supported = self.inner.get_supported_operations(model)
+        return status, list(supported)[:-1]
+
+
+def one_flag_short() -> ReportingDevice:
+    """getSupportedOperations leaves out the last operation's flag."""
+    return _OneFlagShort()
+
+
+class _SupportingInvalidModels(ReportingDevice):
+    def get_supported_operations(self, model):
+        return ErrorStatus.NONE, [True] * len(model.main.operations)
+
+
+def supporting_invalid_models() -> ReportingDevice:
+    """getSupportedOperations says NONE, every operation supported, for any model (invalid
+    ones too); prepareModel rightly refuses an invalid one."""
+    return _SupportingInvalidModels()
+
+
+class _PreparingInvalidModels(ReportingDevice):
+    def prepare_model(self, model, *args, **kwargs):
+        status, prepared = super().prepare_model(model, *args, **kwargs)
+        if status == ErrorStatus.INVALID_ARGUMENT:
+            prepared = _Reporting(None, _never, _unchanged)
+        return status, prepared
+
+
+def preparing_invalid_models() -> ReportingDevice:
+    """prepareModel of an invalid model says INVALID_ARGUMENT but returns a prepared model
+    all the same."""
+    return _PreparingInvalidModels()
+
+
+class _ZeroingBuffer:
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def copy_to(self, dst):
+        status = self._inner.copy_to(dst)
+        view = pool_buffer(dst)
+        view[:] = bytes(len(view))
+        return status
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _BuffersCopyOutZeros(ReportingDevice):
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        status, buffer, token = super().allocate(desc, prepared_models, input_roles, output_roles)
+        return status, (_ZeroingBuffer(buffer) if buffer is not None else None), token
+
+
+def buffers_copy_out_zeros() -> ReportingDevice:
+    """Driver-managed buffers whose copyTo answers NONE but writes zeros."""
+    return _BuffersCopyOutZeros()
+
+
+class _CachelessInvalid(ReportingDevice):
+    def get_number_of_cache_files_needed(self):
+        return ErrorStatus.NONE, 0, 0
+
+    def prepare_model_from_cache(self, *args, **kwargs):
+        return ErrorStatus.INVALID_ARGUMENT, None
+
+
+def cacheless_invalid() -> ReportingDevice:
+    """Needs no cache files (no caching), yet answers prepareModelFromCache with
+    INVALID_ARGUMENT instead of GENERAL_FAILURE."""
+    return _CachelessInvalid()
 
 
 def _more_than_two_pools(status):
@@ -494,6 +623,22 @@ class _IgnoringFences(_Reporting):
 def ignoring_fences() -> ReportingDevice:
     """executeFenced runs at once, without waiting for (or looking at) its fences."""
     return ReportingDevice(prepared=_IgnoringFences)
+
+
+class _IgnoringFencesWithoutFence(_Reporting):
+    def execute_fenced(self, request, wait_for, measure=0, deadline=None, loop_timeout=None, timeout_after_fence=None):  # fmt: skip
+        status, fence, info = self.inner.execute_fenced(
+            request, [], measure, deadline, loop_timeout, timeout_after_fence
+        )
+        if fence is not None:
+            fence.wait(None)
+        return status, None, info
+
+
+def ignoring_fences_without_fence() -> ReportingDevice:
+    """executeFenced runs to the end without waiting for its fences, and returns no fence
+    (the HAL's way to say the work is done)."""
+    return ReportingDevice(prepared=_IgnoringFencesWithoutFence)
 
 
 class _FencedWithoutDims(_Reporting):

@@ -249,6 +249,189 @@ def test_stress_verdicts_classify_success_crash_and_hang(spec, case, verdict):
     assert set(tally.counts) == {Verdict[verdict]}, (tally.counts, tally.examples)
 
 
+def test_a_stress_tally_fails_unless_all_succeed_and_counts_each_verdict():
+    from nnfuzz_pytest.conformance.stress import Tally
+    from nnfuzz_pytest.harness import DriverHang
+
+    def hangs():
+        raise DriverHang("HANG: burst execute did not return within 1 s")
+
+    hung = Tally()
+    hung.run(hangs)
+    with pytest.raises(AssertionError, match=r"^long run: 1 HANG"):
+        hung.check("long run")
+    tally = Tally()
+    for interaction in (lambda: None, lambda: "sync: output 0 differs", hangs, lambda: None):
+        tally.run(interaction)
+    with pytest.raises(AssertionError) as failure:
+        tally.check("4 concurrent executions")
+    assert str(failure.value) == (
+        "4 concurrent executions: 1 FAILURE, 1 HANG, 2 SUCCESS\n"
+        "FAILURE: sync: output 0 differs\n"
+        "HANG: HANG: burst execute did not return within 1 s"
+    )
+    succeeded = Tally()
+    succeeded.run(lambda: None)
+    succeeded.check("one execution")
+
+
+def test_a_concurrent_execution_with_other_bits_is_a_failure():
+    from driver.registry import load_device
+    from nnfuzz_pytest.conformance.stress import _execute_once
+    from nnfuzz_pytest.harness import DriverUnderTest
+
+    driver = DriverUnderTest(lambda: load_device("reference"), name="reference", timeout=10)
+    case = _add_case((2,))
+    prepared = driver.must_prepare(case.model)
+    assert _execute_once(driver, prepared, case, [np.float32([4, 6])], "sync") is None
+    assert (
+        _execute_once(driver, prepared, case, [np.float32([4, 7])], "burst")
+        == "burst: output 0 differs from the single-threaded result"
+    )
+
+
+def test_the_stress_driver_runs_out_of_process_as_asked(active_session, monkeypatch):
+    """--nn-isolate never: the driver in process; auto: out of process when it can be
+    started there, else in process; always: a failure when it cannot."""
+    import driver.registry as registry
+    from driver.device import ReferenceDevice
+    from nnfuzz_pytest.conformance import stress
+    from nnfuzz_pytest.session import current
+
+    driver = active_session("reference")
+    session = current()
+    loaded = []
+    loadable = True
+
+    def load_device(spec):
+        loaded.append(spec)
+        if not loadable:
+            raise RuntimeError("no driver process here")
+        return ReferenceDevice()
+
+    monkeypatch.setattr(stress, "_ISOLATED", {})
+    monkeypatch.setattr(registry, "load_device", load_device)
+    session.isolate = "never"
+    assert stress.stress_driver() is driver and loaded == []
+    session.isolate = "auto"
+    isolated = stress.stress_driver()
+    assert isolated.name == "reference@isolated" and loaded == ["reference@isolated:timeout=10"]
+    stress._ISOLATED.clear()
+    loadable = False
+    assert stress.stress_driver() is driver
+    session.isolate = "always"
+    with pytest.raises(AssertionError, match="cannot run reference out of process"):
+        stress.stress_driver()
+
+
+# ---------------------------------------------------------------------------------------
+# The harness: time limits, HANG and CRASH, the device it starts afresh
+# ---------------------------------------------------------------------------------------
+
+
+def test_a_call_past_its_time_limit_is_a_hang_and_an_exception_a_crash():
+    import threading
+    import time
+
+    from nnfuzz_pytest.harness import HUNG_CALLS, DriverCrash, DriverHang, call_with_timeout
+
+    def fails():
+        raise ValueError("no such operand")
+
+    before = len(HUNG_CALLS)
+    release = threading.Event()
+    try:
+        started = time.monotonic()
+        with pytest.raises(DriverHang, match=r"^HANG: getType did not return within 0.05 s$"):
+            call_with_timeout(lambda: release.wait(0.3), 0.05, "getType")
+        assert time.monotonic() - started < 0.25
+        assert HUNG_CALLS[before:] == ["getType"]  # the plugin ends the run after its report
+    finally:
+        release.set()
+        del HUNG_CALLS[before:]
+    crash_text = r"^CRASH: getType raised ValueError: no such operand$"
+    with pytest.raises(DriverCrash, match=crash_text) as crash:
+        call_with_timeout(fails, 1, "getType")
+    assert isinstance(crash.value.__cause__, ValueError)  # the plugin finds load errors there
+    assert call_with_timeout(lambda: 7, 1, "getType") == 7
+
+
+class _NeverFinishes:
+    """A prepared model whose asynchronous execution never notifies its callback and
+    whose fenced execution returns a fence that never signals."""
+
+    def execute(self, request, measure, deadline, loop_timeout, callback):
+        return ErrorStatus.NONE
+
+    def execute_fenced(self, request, wait_for, measure, deadline, loop_timeout, after_fence):
+        from driver.sync import SyncFence
+
+        return ErrorStatus.NONE, SyncFence(), None
+
+
+@pytest.mark.parametrize(
+    "path, says",
+    [
+        ("async", "the execute callback was not notified within 0.1 s (launch returned NONE"),
+        ("fenced", "the executeFenced fence did not signal within 0.1 s"),
+    ],
+)
+def test_an_execution_that_never_finishes_is_a_remembered_hang(path, says):
+    from driver.builder import build_request
+    from driver.registry import load_device
+    from nnfuzz_pytest.harness import HUNG_CALLS, DriverHang, DriverUnderTest, Prepared
+
+    driver = DriverUnderTest(lambda: load_device("reference"), name="reference", timeout=10)
+    driver.timeout = 0.1
+    case = _add_case((2,))
+    request = build_request(case.model, list(case.inputs)).request
+    before = len(HUNG_CALLS)
+    try:
+        with pytest.raises(DriverHang, match=re.escape(f"HANG: {says}")):
+            driver.execute(Prepared(case.model, _NeverFinishes()), request, path)
+        assert len(HUNG_CALLS) == before + 1
+    finally:
+        del HUNG_CALLS[before:]
+
+
+def test_the_driver_under_test_takes_its_version_and_starts_afresh_after_a_crash():
+    from driver.registry import load_device
+    from nnfuzz_pytest.harness import DriverCrash, DriverUnderTest
+
+    class Unversioned:
+        """A device without a ``version`` attribute."""
+
+    driver = DriverUnderTest(Unversioned, name="unversioned")
+    assert driver.version == HalVersion.V1_3  # --nn-hal-version's default
+    first = driver.device
+    with pytest.raises(DriverCrash):
+        driver.call("getType", lambda: 1 / 0)
+    assert driver.device is not first and driver.generation == 1
+    # The version asked for wins over the driver's own.
+    older = DriverUnderTest(lambda: load_device("reference"), name="reference", version=V.V1_0)
+    assert older.paths == ("async",)
+    # What an execution was asked to measure stays with it (the timing rules judge by it).
+    reference = DriverUnderTest(lambda: load_device("reference"), name="reference")
+    case = _add_case((2,))
+    prepared = reference.must_prepare(case.model)
+    assert reference.run(prepared, case.inputs).measure == YES  # a 1.3 driver's default
+    assert reference.run(prepared, case.inputs, measure=NO).measure == NO
+
+
+def test_the_dims_an_execution_must_report_are_the_models_or_the_requests():
+    from driver.builder import build_request
+    from nnfuzz_pytest.harness import declared_output_dims
+
+    unknown = _add_case((0,))
+    inputs = list(unknown.inputs)
+    plain = build_request(unknown.model, inputs).request
+    assert declared_output_dims(unknown.model, plain) == [None]
+    given = build_request(unknown.model, inputs, output_dims=[(2,)], output_sizes=[8]).request
+    assert declared_output_dims(unknown.model, given) == [(2,)]
+    known = _add_case((2,))
+    assert declared_output_dims(known.model, build_request(known.model, inputs).request) == [(2,)]
+
+
 # A partial driver is tested on what it supports; what it supports nothing of is skipped
 # with the reason (it failed with hypothesis' Unsatisfiable, and a quant8-only driver was
 # taken to support no operation at all: every differential target skipped).
@@ -353,7 +536,8 @@ def test_a_directory_above_the_suite_runs_it_once_with_a_driver(pytester):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--nn-driver", "no-such-driver"], "unknown driver 'no-such-driver'"),
+        # The registry's message alone (not wrapped in the harness's CRASH).
+        (["--nn-driver", "no-such-driver"], "--nn-driver: unknown driver 'no-such-driver'"),
         (["--nn-driver", "reference", "--nn-timeout", "-1"], "--nn-timeout: must be a finite"),
         (["--nn-driver", "reference", "--nn-hal-version", "9.9"], "unknown HAL version '9.9'"),
         (["--nn-driver", "reference", "--nn-ops", "NOPE"], "unknown operation 'NOPE'"),
@@ -389,15 +573,18 @@ def test_prepare_fixture(nn_prepare, nn_version, nn_device):
     from driver.hal.types import OperationType
     case = first_case(nn_version, OperationType.RELU)
     assert nn_prepare(case) is not None
+
+def test_reference_fixture(nn_reference, nn_version):
+    assert nn_reference.version == nn_version and nn_reference.device.version == nn_version
 """
 
 
 def test_fixtures_for_test_authors(pytester):
     pytester.makepyfile(test_mine=FIXTURE_TESTS)
     own = run_suite(pytester, "--nn-driver", "reference-1.2", "--nn-no-suite")
-    own.assert_outcomes(passed=2)
+    own.assert_outcomes(passed=3)
     skipped = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    skipped.assert_outcomes(skipped=2)
+    skipped.assert_outcomes(skipped=3)
 
 
 def test_driver_from_module_callable(pytester):
@@ -731,6 +918,13 @@ def test_lifecycle_of_a_zero_sized_output(active_session):
         ("reference", ("later",), ErrorStatus.NONE, ErrorStatus.NONE),
         ("reference", ("signalled", "later", "later"), ErrorStatus.NONE, ErrorStatus.NONE),
         ("reference", ("failed",), ErrorStatus.GENERAL_FAILURE, ErrorStatus.GENERAL_FAILURE),
+        # A fence failed before the launch may end the execution before the others signal.
+        (
+            "reference",
+            ("failed", "later"),
+            ErrorStatus.GENERAL_FAILURE,
+            ErrorStatus.GENERAL_FAILURE,
+        ),
         (
             "reference",
             ("later", "failed later"),
@@ -753,11 +947,13 @@ def test_fenced_execution_waits_for_real_fences(spec, fences, status, fence_stat
         np.testing.assert_array_equal(execution.outputs[0], [4, 6])
 
 
-def test_a_driver_that_does_not_wait_for_its_fences_is_caught():
+@pytest.mark.parametrize("spec", ["ignoring_fences", "ignoring_fences_without_fence"])
+def test_a_driver_that_does_not_wait_for_its_fences_is_caught(spec):
+    """Whether it returns a fence already signalled or none (the work is done)."""
     from driver.registry import load_device
     from nnfuzz_pytest.harness import DriverUnderTest
 
-    driver = DriverUnderTest(lambda: load_device("tests.drivers:ignoring_fences"), name="x")
+    driver = DriverUnderTest(lambda: load_device(f"tests.drivers:{spec}"), name=spec)
     case = _add_case((2,))
     prepared = driver.must_prepare(case.model)
     with pytest.raises(AssertionError, match="before the fences it waits for were signalled"):
@@ -1005,6 +1201,23 @@ def test_failure_rules(path, status, launch, fence, shapes, timing, error):
             assert_failed_cleanly(execution, INVALID, path)
 
 
+@pytest.mark.parametrize(
+    "launch, text",
+    [
+        (None, "async: GENERAL_FAILURE"),
+        (GENERAL, "async: GENERAL_FAILURE"),
+        (NONE, "async: GENERAL_FAILURE (launch returned NONE)"),
+    ],
+    ids=["no launch status", "launch agrees", "launch disagrees"],
+)
+def test_an_outcome_names_its_path_its_status_and_a_launch_that_said_otherwise(launch, text):
+    from nnfuzz_pytest.harness import Execution
+
+    execution = Execution("async", GENERAL, [], NO_TIMING, launch_status=launch)
+    assert execution.describe() == text
+    assert execution.describe(with_path=False) == text.removeprefix("async: ")
+
+
 SUCCESS_RULES = [
     # (case, path, shapes reported (dims, sufficient), fence status, error or None)
     ("shape reported", "sync", [((2,), True)], None, None),
@@ -1096,6 +1309,13 @@ def test_the_header_names_the_driver_budget_profile_and_time_limit(pytester):
     assert f"{header}nnfuzz-dev, call time limit 0.5 s" in result.stdout.str()
 
 
+def test_the_suite_tests_the_driver_at_the_hal_version_asked_for(pytester):
+    result = run_suite(
+        pytester, "--nn-driver", "reference", "--nn-hal-version", "1.2", "--collect-only"
+    )
+    assert "nnfuzz: driver reference (HAL 1.2), budget" in result.stdout.str()
+
+
 def test_a_driver_that_rejects_a_valid_model_is_still_tested_on_it(active_session):
     """The probe keeps an operation whose valid model getSupportedOperations rejects:
     the validation properties must see (and report) the rejection."""
@@ -1133,10 +1353,53 @@ def test_a_hung_driver_thread_ends_the_run_with_its_exit_status(monkeypatch):
         with pytest.raises(Exited) as exited:
             plugin.pytest_unconfigure(config)
         assert exited.value.args == (1,)
+        with monkeypatch.context() as opted_out:
+            opted_out.setenv("NNFUZZ_NO_EXIT_ON_HANG", "1")
+            plugin.pytest_unconfigure(config)
+        # Only daemon threads alive (the harness's own workers): they keep no process
+        # alive, so pytest ends it normally.
+        worker = threading.Thread(target=release.wait, daemon=True)
+        worker.start()
+        with monkeypatch.context() as daemons_only:
+            alive = [threading.main_thread(), worker]
+            daemons_only.setattr(plugin.threading, "enumerate", lambda: alive)
+            plugin.pytest_unconfigure(config)
     finally:
         release.set()
         stuck.join()
         del HUNG_CALLS[before:]
+
+
+def test_the_summary_lists_the_examples_run_and_says_when_calls_hung(active_session):
+    from nnfuzz_pytest import plugin
+    from nnfuzz_pytest.harness import HUNG_CALLS
+    from nnfuzz_pytest.session import current
+
+    class Reporter:
+        def __init__(self):
+            self.lines = []
+
+        def section(self, title):
+            self.lines.append(f"== {title}")
+
+        def write_line(self, line):
+            self.lines.append(line)
+
+    active_session("reference")
+    current().runs["test_outputs_match_reference"] = 3
+    before = len(HUNG_CALLS)
+    HUNG_CALLS.append("executeSynchronously")
+    reporter = Reporter()
+    try:
+        plugin.pytest_terminal_summary(reporter, 1, None)
+    finally:
+        del HUNG_CALLS[before:]
+    assert reporter.lines[:2] == [
+        "== nnfuzz conformance",
+        "driver reference (HAL 1.3), budget quick",
+    ]
+    assert any(re.fullmatch(r"  test_outputs_match_reference +3", ln) for ln in reporter.lines)
+    assert reporter.lines[-1].startswith(f"{before + 1} driver call(s) hung; the process exits")
 
 
 def _invalid_request(case):
@@ -1149,8 +1412,23 @@ def _invalid_request(case):
     return RequestMutation(what, request, bundle)
 
 
+def _invalid_model(case):
+    from nnfuzz_pytest.strategies import ModelMutation
+    from randomgraph.mutations import model_mutations
+
+    mutations = (ModelMutation(*m) for m in model_mutations(case.model, HalVersion.V1_3))
+    return next(m for m in mutations if (m.preference, m.priority) == (1, 1))  # a bad model
+
+
+def _two_outputs_case():
+    from nnfuzz_pytest.strategies import Case
+
+    return Case(_two_outputs_model(), (np.float32([-1, 7]),))
+
+
 # (misbehaving driver, conformance property, its draws, what the failure says); the
-# properties called directly on one ADD (the reference passes them: the suite runs above)
+# properties called directly on one ADD, or on RELU and RELU6 of one input for the
+# drivers in TWO_OUTPUTS (the reference passes them: the suite runs above)
 BROKEN_QOS_RULES = [
     (
         "transient_deadlines",
@@ -1159,10 +1437,64 @@ BROKEN_QOS_RULES = [
         "prepareModel past its deadline returned MISSED_DEADLINE_TRANSIENT",
     ),
     (
+        "burst_transient_deadlines",  # the last path only
+        "qos:test_past_deadline_is_missed_deadline_persistent",
+        lambda case: {},
+        "burst: MISSED_DEADLINE_TRANSIENT, expected MISSED_DEADLINE_PERSISTENT",
+    ),
+    (
+        "refusing_execution_deadlines",
+        "qos:test_far_deadline_and_every_priority_succeed",
+        lambda case: {"data": Draws("an hour away")},
+        "sync with a deadline an hour away (prepared with priority LOW): MISSED_DEADLINE_PERS",
+    ),
+    (
         "short_outputs_sufficient",
         "qos:test_output_insufficient_size_reports_the_shape",
         lambda case: {"data": Draws(0)},
         "expected dims [2], insufficient",
+    ),
+    (
+        "burst_short_outputs_sufficient",  # the last path only
+        "qos:test_output_insufficient_size_reports_the_shape",
+        lambda case: {"data": Draws(0)},
+        "burst: output 0 reported as",
+    ),
+    (
+        "every_output_insufficient",
+        "qos:test_output_insufficient_size_reports_the_shape",
+        lambda case: {"data": Draws(0)},
+        "sync: output 1 (large enough) marked insufficient",
+    ),
+    (
+        "timing_when_insufficient",
+        "qos:test_output_insufficient_size_reports_the_shape",
+        lambda case: {"data": Draws(0)},
+        "sync: timing reported on failure",
+    ),
+    (
+        "buffers_copy_out_zeros",
+        "qos:test_memory_domain_rules",
+        lambda case: {"data": Draws("output to buffer", 0)},
+        "the buffer holds other bytes than the shared-memory output",
+    ),
+    (
+        "one_flag_short",
+        "validation:test_valid_model_is_accepted",
+        lambda case: {},
+        "getSupportedOperations gave 0 flags for 1 operations",
+    ),
+    (
+        "supporting_invalid_models",
+        "validation:test_model_mutation_is_rejected",
+        lambda case: {"data": Draws(_invalid_model(case))},
+        "returned NONE, expected INVALID_ARGUMENT",
+    ),
+    (
+        "preparing_invalid_models",
+        "validation:test_model_mutation_is_rejected",
+        lambda case: {"data": Draws(_invalid_model(case))},
+        "returned a prepared model",
     ),
     (
         "burst_misreports_invalid",
@@ -1179,6 +1511,9 @@ BROKEN_QOS_RULES = [
 ]
 
 
+TWO_OUTPUTS = {"every_output_insufficient"}
+
+
 @pytest.mark.filterwarnings("ignore:Using `assume` outside a property-based test")
 @pytest.mark.parametrize(
     "driver, prop, draws, fails_with", BROKEN_QOS_RULES, ids=[r[0] for r in BROKEN_QOS_RULES]
@@ -1190,13 +1525,42 @@ def test_a_property_fails_the_driver_that_breaks_its_rule(
 
     module, name = prop.split(":")
     test = getattr(importlib.import_module(f"nnfuzz_pytest.conformance.{module}"), name)
-    case = _add_case((2,))
+    case = _two_outputs_case() if driver in TWO_OUTPUTS else _add_case((2,))
     reference = active_session("reference")
     test.hypothesis.inner_test(nn_driver=reference, case=case, **draws(case))
     misbehaving = active_session(f"tests.drivers:{driver}")
     with pytest.raises(AssertionError) as failure:
         test.hypothesis.inner_test(nn_driver=misbehaving, case=case, **draws(case))
     assert fails_with in str(failure.value), str(failure.value)
+
+
+DOMAIN_SCENARIOS = [
+    # (scenario, its draw: the input or output, or which roles are invalid)
+    ("input from buffer", 0),
+    ("uninitialized input", 0),
+    ("output to buffer", 0),
+    ("buffer of another prepared model", 0),
+    ("input buffer used as output", 0),
+    ("copy size mismatch", 0),
+    ("invalid roles", "input index out of range"),
+    ("invalid roles", "no roles"),
+    ("invalid roles", "frequency 0"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using `assume` outside a property-based test")
+@pytest.mark.parametrize(
+    "scenario, draw", DOMAIN_SCENARIOS, ids=[f"{s}: {d}" for s, d in DOMAIN_SCENARIOS]
+)
+def test_each_memory_domain_scenario_expects_the_hal_status(active_session, scenario, draw):
+    """The reference meets every scenario's expectation (a scenario expecting another
+    status, or doing something valid, fails it)."""
+    from nnfuzz_pytest.conformance.qos import test_memory_domain_rules
+
+    driver = active_session("reference")
+    test_memory_domain_rules.hypothesis.inner_test(
+        nn_driver=driver, case=_add_case((2,)), data=Draws(scenario, draw)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -1568,6 +1932,7 @@ def test_lifecycle_buffer_steps_expect_the_hal_statuses(active_session):
     machine.execute_with_buffer(b=unwritten)
     machine.use_buffer_elsewhere(b=unwritten, p=ref)
     written = machine.allocate(p=ref, data=Draws(("output", 0)))
+    machine.use_buffer_elsewhere(b=written, p=ref)  # its own role: nothing to refuse
     machine.execute_with_buffer(b=written)
     assert written.initialized and written.data == np.float32([4, 6]).tobytes()
     machine.copy_to(b=written)
@@ -1576,6 +1941,42 @@ def test_lifecycle_buffer_steps_expect_the_hal_statuses(active_session):
     machine.use_freed_token(data=Draws(machine.freed_tokens[0]))
     machine.queries_never_change()
     machine.queries_never_change()
+
+
+def test_lifecycle_notices_a_buffer_that_gives_back_other_bytes(active_session):
+    from nnfuzz_pytest.conformance.lifecycle import DriverLifecycle
+
+    active_session("tests.drivers:buffers_copy_out_zeros")
+    machine = DriverLifecycle()
+    ref = machine.prepare(case=_add_case((2,)))
+    buffer = machine.allocate(p=ref, data=Draws(("input", 0)))
+    machine.copy_from(b=buffer)
+    with pytest.raises(AssertionError, match="holds other bytes than written"):
+        machine.copy_to(b=buffer)
+
+
+def test_lifecycle_prepares_from_the_cache_or_expects_general_failure_without_one(
+    active_session,
+):
+    """A driver needing cache files prepares from the files it just saved (the model
+    then executes); one needing none (no caching, HAL 1.1) answers GENERAL_FAILURE, and
+    one that answers another failure is caught."""
+    from nnfuzz_pytest.conformance.lifecycle import DriverLifecycle, PreparedRef
+
+    active_session("reference")
+    machine = DriverLifecycle()
+    cached = machine.prepare_from_cache(p=machine.prepare(case=_add_case((2,))))
+    assert isinstance(cached, PreparedRef) and cached.from_cache
+    machine.execute(p=cached, data=Draws("sync", PLAIN))
+    for spec in ("reference-1.1", "tests.drivers:cacheless_invalid"):
+        active_session(spec)
+        machine = DriverLifecycle()
+        ref = machine.prepare(case=_add_case((2,)))
+        if spec == "reference-1.1":
+            assert not isinstance(machine.prepare_from_cache(p=ref), PreparedRef)
+        else:
+            with pytest.raises(AssertionError, match="INVALID_ARGUMENT, expected GENERAL_FAIL"):
+                machine.prepare_from_cache(p=ref)
 
 
 def test_lifecycle_notices_queries_that_change(active_session):

@@ -44,7 +44,10 @@ def test_valid_model_is_accepted(nn_driver, case):
     assert status == ErrorStatus.NONE, (
         f"getSupportedOperations rejected a valid model: {status_name(status)}"
     )
-    assert len(supported) == len(case.model.main.operations)
+    operations = len(case.model.main.operations)
+    assert len(supported) == operations, (
+        f"getSupportedOperations gave {len(supported)} flags for {operations} operations"
+    )
     if all(supported):
         status, prepared = nn_driver.prepare(case.model)
         assert status == ErrorStatus.NONE, (
