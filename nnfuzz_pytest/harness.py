@@ -70,16 +70,6 @@ class DriverCrash(AssertionError):
     """An exception escaped the driver (or its service process died)."""
 
 
-def classify(exc: BaseException | None) -> Verdict:
-    if exc is None:
-        return Verdict.SUCCESS
-    if isinstance(exc, DriverHang):
-        return Verdict.HANG
-    if isinstance(exc, DriverCrash):
-        return Verdict.CRASH
-    return Verdict.FAILURE
-
-
 def _status_name(status: Any) -> str:
     try:
         return ErrorStatus(status).name
