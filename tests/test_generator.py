@@ -14,7 +14,13 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 
 from driver.executor import Executor
-from driver.hal.types import QUANT8_TYPES, STANDARD_OPERATIONS, HalVersion, is_scalar_type
+from driver.hal.types import (
+    FLOAT_TYPES,
+    QUANT8_TYPES,
+    STANDARD_OPERATIONS,
+    HalVersion,
+    is_scalar_type,
+)
 from driver.hal.types import OperandLifeTime as L
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
@@ -134,6 +140,12 @@ def test_data_type_and_rank_filters():
         graph = generate(seed, "single", ranks=frozenset({3}))
         _check_valid(graph)
         assert graph.operations[0].rank == 3
+    # A WHILE carries a tensor of the filtered type (not only its INT32 counter).
+    for seed in range(10):
+        only = {"operations": frozenset({O.WHILE}), "data_types": frozenset({T.TENSOR_FLOAT16})}
+        graph = generate(seed, "single", **only)
+        (loop,) = graph.model.main.operations
+        assert graph.operations[0].data_type == "F16" and len(loop.outputs) > 1
     # In a graph too: an input taken from an earlier operation keeps to the filter, and
     # FILL (whose rank is its output's) is counted at the rank it was given.
     for seed in range(60):
@@ -230,6 +242,15 @@ def test_any_choice_sequence_gives_a_valid_graph():
         _check_valid(regenerate(choices, "small"))
 
 
+def test_a_graph_has_an_operation_even_when_growth_makes_none():
+    """The last resort tries each allowed operation in turn (here growth makes none, as
+    with valid_models(max_operations=0))."""
+    for seed in range(3):
+        graph = generate(seed, "small", num_ops=0, operations=frozenset({O.ADD, O.RELU}))
+        _check_valid(graph)
+        assert [r.operation for r in graph.operations] == [O.ADD]
+
+
 def test_byte_source_graphs_are_valid_even_from_no_bytes():
     _check_valid(generate_from_bytes(b""))
     rng = np.random.default_rng(8)
@@ -256,6 +277,49 @@ def test_hypothesis_shrinks_to_a_single_operation():
     )
     assert [r.operation for r in graph.operations] == [O.CONV_2D]
     _check_valid(graph)
+
+
+def _drawn(strategy, n: int) -> list:
+    """``n`` deterministic examples of ``strategy`` (no shrinking, no database)."""
+    from hypothesis import Phase
+
+    found = []
+
+    @settings(
+        max_examples=n,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def collect(graph):
+        found.append(graph)
+
+    collect()
+    return found
+
+
+def test_valid_models_defaults_are_what_its_docstring_says():
+    """1 to max_operations operations in the main graph (the count is itself a choice)
+    and dims of at most 10."""
+    strategy = valid_models(max_operations=2, operations=[O.ADD, O.RELU])
+    graphs = _drawn(strategy, 30)
+    counts = {len(g.model.main.operations) for g in graphs}
+    assert counts == {1, 2}
+    for graph in graphs:
+        for sg in (graph.model.main, *graph.model.referenced):
+            assert max((d for o in sg.operands for d in o.dimensions), default=1) <= 10
+
+
+def test_valid_models_takes_names_as_well_as_codes():
+    graphs = _drawn(
+        valid_models(operations=["ADD"], data_types=["TENSOR_FLOAT16"], versions=["1.2"]), 5
+    )
+    for graph in graphs:
+        assert graph.version == HalVersion.V1_2
+        assert {(r.operation, r.data_type) for r in graph.operations} == {(O.ADD, "F16")}
 
 
 HYPOTHESIS_CONFIG = resolve_config("small", num_ops=3, min_ops=1, max_dim=10, sweep=False)
@@ -325,6 +389,24 @@ def test_lifetimes_unknown_dims_and_features_all_occur():
         assert want in seen
 
 
+def test_results_are_declared_of_unknown_rank_all_dims_or_some_dims_unknown():
+    """From HAL 1.2 a result whose dims the rule knows (ADD's, MUL's) is sometimes
+    declared without its rank, without any dim, or with only some dims: a driver must
+    size it from its inputs."""
+    declared = set()
+    for seed in range(100):
+        main = generate(seed, "small", operations=frozenset({O.ADD, O.MUL})).model.main
+        for op in main.operations:
+            dims = main.operands[op.outputs[0]].dimensions
+            if not dims:
+                declared.add("unknown rank")
+            elif set(dims) == {0}:
+                declared.add("no dim known")
+            elif 0 in dims:
+                declared.add("some dims known")
+    assert declared == {"unknown rank", "no dim known", "some dims known"}
+
+
 def test_control_flow_nests():
     nested = False
     for seed in range(80 * SCALE):
@@ -359,6 +441,18 @@ def test_lstm_optional_operand_combinations():
     # Every combination the declaration accepts: CIFG x peephole x (no projection,
     # projection, projection + bias) x layer norm.
     assert len(combos) == 2 * 2 * 3 * 2
+
+
+def test_lstm_activations_and_clips_take_every_form():
+    """Every activation LSTM accepts (the bounded TANH and SIGMOID, and NONE, RELU,
+    RELU6), and cell and projection clipping both off (0) and on."""
+    activations, cell_clips, projection_clips = set(), set(), set()
+    for _, main, op in _single_operations(O.LSTM, 150):
+        activations.add(int(main.operands[op.inputs[20]].data[0]))
+        cell_clips.add(float(main.operands[op.inputs[21]].data[0]) > 0)
+        projection_clips.add(float(main.operands[op.inputs[22]].data[0]) > 0)
+    assert activations == {0, 1, 3, 4, 6}
+    assert cell_clips == projection_clips == {False, True}
 
 
 def test_transpose_omits_its_permutation_only_on_a_matrix():
@@ -446,6 +540,33 @@ def test_rnn_activation_is_never_relu1():
         assert seen[op] == {0, 1, 3}, (op, seen[op])
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "shape"),
+    [
+        ((2, 3), (3,), (2, 3)),
+        ((4, 1, 3), (2, 1), (4, 2, 3)),
+        ((1,), (5, 2), (5, 2)),
+        ((2, 3), (2,), None),
+    ],
+)
+def test_broadcast_lines_shapes_up_from_the_last_dim(a, b, shape):
+    from randomgraph.generator.rules.base import broadcast
+
+    assert broadcast(a, b) == shape
+
+
+def test_fused_activations_take_every_fuse_code():
+    """NONE, RELU, RELU1 and RELU6 (FULLY_CONNECTED's input 3)."""
+    seen = set()
+    for seed in range(60):
+        model = generate(seed, "single", operations=frozenset({O.FULLY_CONNECTED})).model
+        main = model.main
+        for op in main.operations:
+            if op.type == O.FULLY_CONNECTED:
+                seen.add(_int32_constant(model, main.operands[op.inputs[3]]))
+    assert seen == {0, 1, 2, 3}
+
+
 def _unknown_size(operand) -> bool:
     """A tensor declared without its full shape (scalars always have a size)."""
     if is_scalar_type(operand.type):
@@ -514,10 +635,17 @@ def test_dumped_specs_load_back_identically(tmp_path: Path):
                 o.pop("name")
         return d
 
-    # Few, small graphs: loading a spec costs an inspect.stack() per operand.
-    for preset, seeds in (("single", range(12)), ("small", range(6)), ("large", range(1))):
+    # Few, small graphs: loading a spec costs an inspect.stack() per operand. Control
+    # flow too: its subgraphs' inputs and outputs are ordered as a spec lists them.
+    control_flow = frozenset({O.IF, O.WHILE})
+    for preset, seeds, operations in (
+        ("single", range(12), None),
+        ("small", range(6), None),
+        ("large", range(1), None),
+        ("single", range(12), control_flow),
+    ):
         for seed in seeds:
-            graph = generate(seed, preset, max_dim=6, max_elements=200)
+            graph = generate(seed, preset, max_dim=6, max_elements=200, operations=operations)
             expected = graph.with_expected()
             path = tmp_path / f"{graph.name}.mod.py"
             path.write_text(graph.dump())
@@ -628,6 +756,29 @@ def _referenced_ops(test, main, operation, k: int) -> set:
     return {o.type for o in sub.operations}
 
 
+def _constants(test, main, operation, k: int) -> list:
+    """The constant values of the subgraph input ``k`` of an IF/WHILE names."""
+    sub = test.referenced[int(main.operands[operation.inputs[k]].data[0])]
+    constant = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
+    return [o.data for o in sub.operands if o.lifetime in constant]
+
+
+def _same_quantization(a, b) -> bool:
+    return a.type == b.type == T.TENSOR_QUANT8_ASYMM and (a.scale, a.zero_point) == (
+        b.scale,
+        b.zero_point,
+    )
+
+
+def _on_the_quarter_grid(main, operation) -> bool:
+    """Float inputs are multiples of 0.25 (STABLE's grid); other types pass."""
+    inputs = [main.operands[i] for i in operation.inputs]
+    floats = [o for o in inputs if o.type in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)]
+    return all(
+        np.array_equal(np.multiply(o.data, 4), np.round(np.multiply(o.data, 4))) for o in floats
+    )
+
+
 def _quant_conv_multiplier_at_most_1(main, operation) -> bool:
     x, w, out = (main.operands[i] for i in (*operation.inputs[:2], operation.outputs[0]))
     return w.type == T.TENSOR_QUANT8_ASYMM and out.scale <= x.scale * w.scale
@@ -696,6 +847,34 @@ FORMS = [
         lambda t, m, op: np.prod(_dims(m, op, 0)) < np.prod(_dims(m, op, 1)),
         {},
     ),
+    (
+        O.LESS,
+        "the broadcast operand first",
+        lambda t, m, op: np.prod(_dims(m, op, 0)) < np.prod(_dims(m, op, 1)),
+        {},
+    ),
+    (
+        O.CAST,
+        "values past 255 cast to QUANT8_ASYMM (saturation)",
+        lambda t, m, op: (
+            m.operands[op.outputs[0]].type == T.TENSOR_QUANT8_ASYMM
+            and m.operands[op.inputs[0]].type in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
+            and max(m.operands[op.inputs[0]].data) > 255
+        ),
+        {},
+    ),
+    (
+        O.QUANTIZE,
+        "an output scale spanning the input's values (below the random scales' 0.1)",
+        lambda t, m, op: m.operands[op.outputs[0]].scale < 0.1,
+        {},
+    ),
+    (
+        O.EQUAL,
+        "two quantized inputs with the same scale and zero point (equality happens)",
+        lambda t, m, op: _same_quantization(m.operands[op.inputs[0]], m.operands[op.inputs[1]]),
+        {"data_types": frozenset({T.TENSOR_QUANT8_ASYMM})},
+    ),
     (O.ABS, "a rank-5 input", lambda t, m, op: len(_dims(m, op, 0)) == 5, {}),
     (
         O.HASHTABLE_LOOKUP,
@@ -722,7 +901,26 @@ FORMS = [
         {},
     ),
     (O.UNIDIRECTIONAL_SEQUENCE_RNN, "time-major", lambda t, m, op: _ints(m, op, 6) == [1], {}),
+    (
+        O.DEQUANTIZE,
+        "a per-channel input quantized along an axis other than 0",
+        lambda t, m, op: getattr(m.operands[op.inputs[0]].channel_quant, "channel_dim", 0) > 0,
+        {},
+    ),
     (O.IF, "several data inputs", lambda t, m, op: len(op.inputs) > 4, {}),
+    (
+        O.IF,
+        "an IF in its then-branch (nesting)",
+        lambda t, m, op: O.IF in _referenced_ops(t, m, op, 1),
+        {},
+    ),
+    (
+        O.IF,
+        "an else-branch whose constants differ from the then-branch's",
+        lambda t, m, op: _constants(t, m, op, 1) != _constants(t, m, op, 2),
+        {},
+    ),
+    (O.WHILE, "two carried tensors", lambda t, m, op: len(op.outputs) == 3, {}),
     (O.WHILE, "no carried tensor (an input-only bound)", lambda t, m, op: len(op.outputs) == 1, {}),
     (O.WHILE, "an IF in its body", lambda t, m, op: O.IF in _referenced_ops(t, m, op, 1), {}),
     (
@@ -765,6 +963,11 @@ INVARIANTS = [
         lambda t, m, op: min(map(abs, m.operands[op.inputs[1]].data)) >= 0.5,
     ),
     (O.SQRT, "nonnegative values", lambda t, m, op: min(m.operands[op.inputs[0]].data) >= 0),
+    (
+        O.GREATER_EQUAL,
+        "float values on a grid of 0.25 (equal values happen, no rounding edge)",
+        lambda t, m, op: _on_the_quarter_grid(m, op),
+    ),
     (
         O.GATHER,
         "indices within the gathered axis",
@@ -854,7 +1057,11 @@ def test_an_output_that_could_overflow_is_not_generated():
     from randomgraph.generator.core import Reject
 
     g = _opgen(O.ADD)
-    for lo, hi, type_code in [(-1.0, 1e31, T.TENSOR_FLOAT32), (-4e4, 1.0, T.TENSOR_FLOAT16)]:
+    for lo, hi, type_code in [
+        (-1.0, 1e31, T.TENSOR_FLOAT32),
+        (-4e4, 1.0, T.TENSOR_FLOAT16),
+        (-1.0, 2.0**31, T.TENSOR_INT32),
+    ]:
         with pytest.raises(Reject, match="overflow"):
             g.gen.finish(g, [], [_tensor(lo, hi, type_code=type_code)])
     # Bounds it cannot know: the output may only be a model output.
@@ -864,6 +1071,85 @@ def test_an_output_that_could_overflow_is_not_generated():
     fits = _tensor(-1e30, 1e30)
     g.gen.finish(g, [], [fits])
     assert fits.chainable
+
+
+def _main_graph_and_values(seed: int, preset: str, **overrides):
+    """The generator's main graph of ``generate(seed, preset, **overrides)`` (its tensors
+    with the bounds it claims) and the reference's values of its results ({id(tensor):
+    array}): the same graph, every result a model output."""
+    from randomgraph.generator.assembly import build_model, choose_main_outputs, operand_order
+    from randomgraph.generator.core import Generator, Graph, Kind
+
+    config = resolve_config(preset, **overrides)
+    source = PrngSource(seed)
+    source.force(seed)
+    gen = Generator(config, source)
+    ops, first = gen.setup()
+    main = Graph()
+    gen.grow(main, ops, config.num_ops, first)
+    choose_main_outputs(main, source, config.output_p)
+    main.outputs = [t for t in operand_order(main) if t.kind == Kind.TEMP]
+    model, inputs, _ = build_model(main, gen.relaxed)
+    values = Executor(model).run(inputs)
+    return main, {id(t): np.asarray(v) for t, v in zip(main.outputs, values)}
+
+
+@pytest.mark.parametrize(
+    ("preset", "seeds", "operations"),
+    [
+        ("small", 30, {O.MUL, O.LSTM, O.UNIDIRECTIONAL_SEQUENCE_LSTM}),  # mixed signs, cells
+        ("small", 40, {O.IF, O.WHILE}),  # bounds through every trip a loop may run
+        ("small", 40, {O.ROI_POOLING, O.EXP}),  # an empty bin gives 0 below EXP's bounds
+    ],
+    ids=["products and LSTM cells", "control flow", "ROI_POOLING of positive values"],
+)
+def test_results_keep_the_value_bounds_the_generator_claims(preset, seeds, operations):
+    """An operation reads a producer only if its claimed bounds suit the input (no LOG of
+    0, no division by 0, no float16 overflow): the values the reference computes must
+    lie within them. (A result that feeds nothing, like REDUCE_PROD's, claims none.)"""
+    checked = 0
+    for seed in range(seeds):
+        main, values = _main_graph_and_values(seed, preset, operations=frozenset(operations))
+        for t in main.outputs:
+            if t.ignored or not t.chainable or t.type not in (*FLOAT_TYPES, T.TENSOR_INT32):
+                continue
+            real = values[id(t)].astype(np.float64)
+            # Bounds are real-valued; float16 rounding may step just past them.
+            slack = 1e-3 * max(abs(t.lo), abs(t.hi), 1.0)
+            assert t.lo - slack <= real.min() and real.max() <= t.hi + slack, (seed, t.type)
+            checked += 1
+    assert checked > seeds
+
+
+def test_an_empty_roi_pooling_bin_never_reaches_log_or_rsqrt():
+    """ROI_POOLING outputs 0 for a bin that holds no element, below the bounds of an
+    input of positive values (EXP's): its output once fed RSQRT and LOG (seed 144)."""
+    operations = frozenset({O.EXP, O.ROI_POOLING, O.LOG, O.RSQRT, O.DIV})
+    for seed in range(140, 150):
+        graph = generate(
+            seed, "small", operations=operations, data_types=frozenset({T.TENSOR_FLOAT32})
+        )
+        for out in Executor(graph.model).run(graph.inputs):
+            assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), graph.name
+
+
+def test_every_while_condition_runs_its_loop():
+    """The counter starts in [0, 2] and a condition compares it with a bound above
+    (counter < bound, bound > counter, counter <= bound - 1): some loops of each
+    condition run, none past the bound."""
+    from randomgraph.generator.core import Kind
+
+    trips: dict = {O.LESS: set(), O.GREATER: set(), O.LESS_EQUAL: set()}
+    for seed in range(40):
+        main, values = _main_graph_and_values(seed, "single", operations=frozenset({O.WHILE}))
+        (loop,) = main.ops
+        condition = loop.inputs[0].subgraph.ops[0]
+        start = loop.inputs[2]
+        assert start.kind != Kind.TEMP  # the graph's first operation: a fresh counter
+        final = int(values[id(loop.outputs[0])][0])
+        assert final <= loop.outputs[0].hi  # the bound the generator claims
+        trips[condition.type].add(final - int(start.value[0]))
+    assert all(max(found, default=0) > 0 for found in trips.values()), trips
 
 
 def test_fresh_symmetric_weights_avoid_minus_128():
@@ -1039,6 +1325,8 @@ def test_dim_bounds_are_inclusive():
     for seed in range(40):
         dims = draw_dims(PrngSource(seed), 4, max_dim=10, max_elements=50, fixed={1: 2})
         assert dims[1] == 2 and np.prod(dims) <= 50
+    # With a lower bound above 1, room is left for the dims still to draw, no more.
+    assert draw_dims(PrngSource(0), 3, max_dim=10, max_elements=8, lo=2) == (2, 2, 2)
     s = DimSolver(PrngSource(0), max_dim=10, max_elements=12)
     rows, cols, a, b = s.var(3, 3), s.var(4, 4), s.var(5, 5), s.var(5, 5)
     s.prod_le([rows, cols])  # exactly 12 elements
@@ -1058,6 +1346,10 @@ def test_dim_solver_reports_impossible_problems_quickly():
     start = time.perf_counter()
     with pytest.raises(Unsatisfiable):
         s.solve()
+    # No room for a shape: a fixed dim of 11 in 10 elements, two dims >= 2 in 3.
+    for max_elements, fixed, lo in [(10, {0: 11}, 1), (3, {}, 2)]:
+        with pytest.raises(Unsatisfiable):
+            draw_dims(PrngSource(0), 2, max_dim=10, max_elements=max_elements, fixed=fixed, lo=lo)
     s2 = DimSolver(PrngSource(0), max_dim=10, max_elements=10)
     s2.prod_le([s2.var(4, 10), s2.var(4, 10)])
     with pytest.raises(Unsatisfiable):

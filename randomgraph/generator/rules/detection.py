@@ -234,5 +234,7 @@ def roi(g: OpGen):
         ins += [g.scalar(T.INT32, g.src.integer(0, 2)), g.scalar(T.INT32, g.src.integer(0, 2))]
     ins.append(g.scalar(T.BOOL, nchw))
     quant = (x.scale, x.zero_point) if is_quant(t) else None
-    lo, hi = (x.lo, x.hi) if g.op == O.ROI_POOLING else (min(x.lo, 0.0), max(x.hi, 0.0))
+    # 0 where a bin holds no element (ROI_POOLING) or a sample falls outside the map
+    # (ROI_ALIGN), whatever the input's bounds.
+    lo, hi = min(x.lo, 0.0), max(x.hi, 0.0)
     return ins, [g.output(t, quant=quant, lo=lo, hi=hi)]
