@@ -3,6 +3,7 @@ after interruptions, deduplication, sharding, reports."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -14,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import main as nnfuzz
+from randomgraph import campaign
 from randomgraph.campaign import (
     JOURNAL,
     CampaignError,
     CampaignSettings,
     CampaignState,
+    CampaignWorker,
     Filters,
     Journal,
     case_id,
@@ -27,6 +30,7 @@ from randomgraph.campaign import (
     parse_shard,
     preset_groups,
     run_campaign,
+    unbounded,
 )
 from randomgraph.differential import Outcome
 from randomgraph.spec.loader import load_spec
@@ -155,18 +159,63 @@ def test_stop_and_resume(tmp_path):
     assert third.ran == 0 and _ids(tmp_path) == ids
 
 
-def test_minimization_interrupted_is_resumed(tmp_path):
+@pytest.mark.parametrize("jobs", [0, 1], ids=["in-process", "workers"])
+def test_minimization_interrupted_is_resumed(tmp_path, jobs):
     groups = single("ADD")
-    s = settings(tmp_path, "planted-crash", groups, range(12), minimize=False)
-    run_campaign(s)
+    s = settings(tmp_path, "planted-crash", groups, range(12), minimize=False, jobs=jobs)
+    run_campaign(s, report=False)
     state = CampaignState.from_records(Journal(tmp_path / JOURNAL).load())
     assert state.failures and all(f.status == "not-minimized" for f in state.failures.values())
     # As if killed before minimizing: the journal says "found" and nothing else.
     lines = (tmp_path / JOURNAL).read_text().replace('"not-minimized"', '"found"')
     (tmp_path / JOURNAL).write_text(lines)
-    again = run_campaign(settings(tmp_path, "planted-crash", groups, range(12)))
+    again = run_campaign(
+        settings(tmp_path, "planted-crash", groups, range(12), jobs=jobs), report=False
+    )
     assert again.ran == 0
     assert all(f.status == "minimized" for f in again.state.failures.values())
+
+
+def test_a_minimization_stopped_by_ctrl_c_stays_pending_and_resumes(tmp_path, monkeypatch):
+    groups = single("ADD")
+    real_minimize = campaign.minimize
+
+    def ctrl_c_at_the_first_candidate(checker, *args, **kw):
+        def interrupt(test, **_):
+            raise KeyboardInterrupt
+
+        checker.check = interrupt  # the minimizer catches it and returns what it has
+        try:
+            return real_minimize(checker, *args, **kw)
+        finally:
+            del checker.check
+
+    monkeypatch.setattr(campaign, "minimize", ctrl_c_at_the_first_candidate)
+    first = run_campaign(settings(tmp_path, "planted-crash", groups, range(12)), report=False)
+    assert first.interrupted
+    assert [f.status for f in first.state.failures.values()] == ["found"]
+    monkeypatch.undo()
+    again = run_campaign(settings(tmp_path, "planted-crash", groups, range(12)), report=False)
+    assert [f.status for f in again.state.failures.values()][:1] == ["minimized"]
+    assert again.state.tests_run == 12
+
+
+def test_minimize_seconds_bound_the_minimization(tmp_path):
+    s = settings(tmp_path, "planted-crash", single("ADD"), range(12), minimize_seconds=1e-6)
+    run_campaign(s, report=False)
+    minimized = [r for r in Journal(tmp_path / JOURNAL).load() if r["kind"] == "minimized"]
+    assert minimized and all(r["status"] == "minimized" for r in minimized)
+    assert [r["checks"] for r in minimized] == [0] * len(minimized)  # out of time at once
+
+
+def test_a_failure_that_does_not_fail_again_is_flaky(tmp_path):
+    (group,) = single("ADD")
+    worker = CampaignWorker(settings(tmp_path, "reference", [group], range(1)))
+    test, choices, _ = CampaignWorker.make_test(group, 0)
+    payload = {"test": test.to_json(), "outcome": "wrong-result", "group": group.name}
+    record = worker.minimize("F001", {**payload, "choices": choices})
+    assert record.status == "flaky" and record.test is None
+    assert record.detail.startswith("did not fail the same way again (pass"), record.detail
 
 
 def test_a_cut_journal_line_is_dropped(tmp_path):
@@ -314,21 +363,36 @@ def test_an_ignored_stop_signal_stays_ignored():
         signal.signal(signal.SIGHUP, previous)
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_stopped_campaign_writes_its_report_and_says_how_to_resume(tmp_path, stop):
-    # A CI timeout sends SIGTERM: it must stop the campaign as Ctrl-C does.
+@pytest.mark.parametrize(
+    ("stop", "group"),
+    [(signal.SIGTERM, False), (signal.SIGINT, True)],
+    ids=["SIGTERM", "SIGINT-to-the-process-group"],
+)
+def test_a_stopped_campaign_writes_its_report_and_says_how_to_resume(tmp_path, stop, group):
+    # A CI timeout sends SIGTERM: it must stop the campaign as Ctrl-C does. Ctrl-C on a
+    # terminal sends SIGINT to the whole process group, workers included: they leave the
+    # stopping to the campaign (a worker's KeyboardInterrupt printed a traceback).
     out = tmp_path / "c"
     cmd = [sys.executable, "-m", "fuzz", "random", "--ops", "1", "--op", "ADD,MUL"]
     cmd += ["--seeds", "0:100000", "--jobs", "1", "--no-minimize", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # One stream, as on a terminal or in a CI log, to see the order of the lines.
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's job
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(journal_tests(out)) < 4:
         time.sleep(0.05)
-    proc.send_signal(stop)
+    if group:
+        os.killpg(proc.pid, stop)
+    else:
+        proc.send_signal(stop)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, output
     assert "Traceback" not in output
@@ -369,10 +433,21 @@ def test_shards_partition_the_tests():
     assert not set(shards[0]) & set(shards[1])
 
 
+def test_tests_run_seed_major_so_every_group_comes_early():
+    groups = preset_groups("single", Filters(operations=("ADD", "MUL", "SUB")))
+    assert len(groups) == 3
+    for seeds in (range(4), None):
+        first = list(itertools.islice(enumerate_tests(groups, seeds), 6))
+        assert [(p, g.name, s) for p, g, s in first] == [
+            (position, groups[position % 3].name, position // 3) for position in range(6)
+        ]
+
+
 def test_seed_and_shard_parsing():
     assert parse_seeds("3:7") == range(3, 7)
     assert parse_seeds("5") == range(5, 6)
     assert parse_seeds("0:") is None
+    assert parse_seeds("7:").start == 7 and unbounded(parse_seeds("7:"))  # not from 0 again
     assert parse_shard("1/4") == (1, 4)
     for bad in ("7:3", "3:3", "x"):  # no seed at all is a mistake, not an empty campaign
         with pytest.raises(ValueError):
@@ -462,6 +537,41 @@ def test_a_driver_that_kills_its_worker_is_a_crash(tmp_path):
     bug = summary.state.bugs()[0]
     assert bug.status == "not-minimized" and (tmp_path / bug.spec).exists()
     assert "@isolated" in (tmp_path / bug.spec).read_text()
+
+
+def sleeping_driver():
+    """A driver whose prepareModel takes 5 s: longer than the task budget the test sets."""
+    from driver.device import ReferenceDevice
+
+    class Sleeping(ReferenceDevice):
+        def prepare_model(self, model, *args, **kw):
+            time.sleep(5)
+            return super().prepare_model(model, *args, **kw)
+
+    return Sleeping()
+
+
+def test_a_worker_that_stops_answering_is_a_hang(tmp_path, monkeypatch):
+    # The driver watchdog (--timeout) is the first line; a worker stuck beyond its task
+    # budget anyway is killed, its task retried once, then counted as a hang.
+    monkeypatch.setattr(campaign, "_task_budget", lambda settings, task: 0.3)
+    driver = "tests.test_campaign:sleeping_driver"
+    s = settings(tmp_path, driver, single("ADD"), range(1), jobs=1, timeout=60.0)
+    lost = []
+    on_event = lambda kind, info: lost.append(info) if kind == "lost" else None  # noqa: E731
+    summary = run_campaign(s, on_event=on_event, report=False)
+    (test,) = journal_tests(tmp_path)
+    assert test["outcome"] == "hang", test
+    assert test["detail"] == "the worker process stopped answering for 0 s"
+    assert len(lost) == 2 and summary.failed  # tried twice
+    (bug,) = summary.state.bugs()
+    assert bug.outcome == "hang" and bug.status == "not-minimized"
+
+
+def test_a_minimization_is_not_taken_for_a_hang_within_its_budget():
+    s = settings("unused", "reference", [], range(1), timeout=1.0, minimize_seconds=3600.0)
+    assert campaign._task_budget(s, ("minimize", "F001", {})) > 3600.0
+    assert campaign._task_budget(s, ("test", "custom/1op", 0)) > 4 * s.timeout
 
 
 def test_parallel_workers_start_with_one_blas_thread_and_the_environment_is_restored(monkeypatch):

@@ -406,6 +406,8 @@ def _failure_state() -> CampaignState:
 COPIES = [
     # (key, outcome, signature, operations of the new failing test, the known failure)
     (MINIMIZED, "wrong-result", "S", {"ADD", "MUL"}, "F001"),
+    # The same key is the same bug, whatever the failing test's signature.
+    (MINIMIZED, "wrong-result", "T", {"ADD", "MUL"}, "F001"),
     (
         ["wrong-result", "ADD+MUL+SUBF002", "TENSOR_FLOAT32", "ADD"],
         "wrong-result",
@@ -451,6 +453,23 @@ COPIES = [
 def test_a_failing_test_is_a_copy_of_the_bug_it_contains(key, outcome, signature, ops, known):
     found = _failure_state().copy_of(key, outcome, signature, ops)
     assert (found.id if found else None) == known
+
+
+def test_a_resume_minimizes_only_the_failures_waiting_for_it():
+    # Not a flaky one again, nor one whose minimization killed its worker twice (error),
+    # nor the crash of a lost worker (not-minimized: candidates would kill workers too).
+    state = CampaignState()
+    statuses = ["found", "minimized", "flaky", "error", "not-minimized", "found"]
+    for n, status in enumerate(statuses, 1):
+        state.apply(
+            {
+                "kind": "failure",
+                **dict(id=f"F{n:03d}", test=f"g#{n}", name=f"g_{n}", group="g"),
+                **dict(outcome="crash", signature="", detail="", pre_key=["crash", "", "-", "-"]),
+                **dict(spec=f"failures/g_{n}.mod.py", status=status),
+            }
+        )
+    assert [f.id for f in state.pending_minimization()] == ["F001", "F006"]
 
 
 def test_a_bug_counts_the_copies_of_every_failure_that_is_the_same_bug():

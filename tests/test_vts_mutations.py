@@ -81,6 +81,7 @@ from randomgraph.mutations import (
     mutate_execution_order,
     mutate_operand_type,
     mutate_remove_writer,
+    remove_operand_skip,
     remove_operation_input_skip,
     request_mutations,
     with_main,
@@ -526,9 +527,11 @@ DELIBERATELY_OUT_OF_RANGE = {"operation input index", "operation output index"}
 
 
 def test_each_mutation_breaks_only_what_its_family_names():
-    """Indexes stay in range (we renumber after removing an operand, unlike VTS) and every
-    consumer count stays right (an added output has none, unlike VTS), but in the family
-    that breaks the consumer counts: a model is then invalid for the mutation itself."""
+    """Indexes stay in range (we renumber after removing an operand, unlike VTS), every
+    consumer count stays right (an added output has none, unlike VTS), and the model's
+    input and output lists hold exactly its operands of those lifetimes (an added input is
+    listed, a lifetime mutation updates the lists), but in the families that break those
+    on purpose: a model is then invalid for the mutation itself."""
     checked = set()
     for name, model in spliced_models():
         for family, mutate in FAMILIES.items():
@@ -541,8 +544,58 @@ def test_each_mutation_breaks_only_what_its_family_names():
                 assert all(0 <= i < len(main.operands) for i in indexes), (name, what)
                 declared = [o.number_of_consumers for o in main.operands]
                 assert declared == count_consumers(main), (name, what)
+                if family != "operand input/output role":  # VTS leaves the lists as they are
+                    for lifetime, listed in (
+                        (L.SUBGRAPH_INPUT, main.input_indexes),
+                        (L.SUBGRAPH_OUTPUT, main.output_indexes),
+                    ):
+                        with_lifetime = [
+                            k for k, o in enumerate(main.operands) if o.lifetime == lifetime
+                        ]
+                        assert sorted(listed) == with_lifetime, (name, what, lifetime.name)
                 checked.add(family)
     assert {"remove an operand", "add an operation output", "add a writer"} <= checked
+
+
+RULES = {
+    # family: the rule validation names for each of its mutations of a RELU chain
+    "execution order": r"is read before it is written",
+    "operand type": r"invalid operand type",
+    "operand scale": r"TENSOR_FLOAT32 must have scale 0",
+    "operand zero point": r"TENSOR_FLOAT32 zeroPoint must be 0",
+    "operand lifetime": r"is read before it is written|has lifetime \w+; output",
+    "operand input/output role": r"list entry 0: operand \d has lifetime|is not in the output list",
+    "number of consumers": r"numberOfConsumers is \d but \d operation inputs read it",
+    "add a writer": r"has already been written",
+    "operation operand type": r"no signature of RELU|operand type \w+ cannot have lifetime",
+    "operation type": r"invalid operation type",
+    "operation input index": r"input 0 is operand 3, out of range",
+    "operation output index": r"output 0 is operand 3, out of range",
+    "remove a writer": r"is read before it is written",
+    "remove an operand": r"no signature of RELU",
+    "remove an operation": r"is never written|is read before it is written",
+    "remove an operation input": r"no signature of RELU takes inputs \(\)",
+    "remove an operation output": r"is never written|is read before it is written",
+    "add an operation input": r"no signature of RELU takes inputs \(TENSOR_FLOAT32, INT32\)",
+    "add an operation output": r"no signature of RELU takes .* outputs \(TENSOR_FLOAT32, INT32\)",
+    "execution preference": r"invalid execution preference",
+    "priority": r"invalid priority",
+}
+
+
+def test_each_mutation_is_rejected_by_the_rule_its_family_breaks():
+    """On two RELUs in a chain, every mutation is reported by its own rule, not by one it
+    broke on the way (a model input left off the input list, a consumer count)."""
+    model = next(m for name, m in spliced_models() if name == "relu_float32+relu_float32")
+    assert set(RULES) == set(FAMILIES) - {"operand rank"}  # the chain has no scalar, no constant
+    for family in RULES:
+        mutations = list(FAMILIES[family](model))
+        assert mutations, family
+        for _, mutated, preference, priority in mutations:
+            with pytest.raises(HalError, match=RULES[family]):
+                validate_execution_preference(preference)
+                validate_priority(priority)
+                validate_model(mutated)
 
 
 SKIPS = [
@@ -565,6 +618,14 @@ SKIPS = [
 def test_removing_an_input_skips_what_vts_skips(op, n, j, skipped):
     operation = Operation(op, tuple(range(n)), (n,))
     assert remove_operation_input_skip(operation, j) is skipped
+
+
+def test_removing_an_operand_skips_only_what_renumbering_makes_valid():
+    # CONCATENATION's leading tensors are variadic (VTS skips removing them); its axis and
+    # its output are not, and an operand nothing uses is left alone.
+    concat = Operation(O.CONCATENATION, (0, 1, 2), (3,))
+    model = Model(Subgraph((), (concat,), (0, 1, 2), (3,)))
+    assert [remove_operand_skip(k, model) for k in range(5)] == [True, True, False, False, True]
 
 
 @pytest.mark.parametrize(
