@@ -457,10 +457,16 @@ def test_libfuzzer_status_lines_fill_the_campaign_stats():
 
 @pytest.mark.parametrize("jobs", [1, 3])
 def test_several_jobs_fuzz_in_fork_mode_and_collect_every_finding(tmp_path, jobs):
-    cfg = fuzz_campaign.CampaignConfig("model", jobs=jobs, max_len=512, seed_dirs=[], seconds=30)
+    seeds = tmp_path / "seeds"
+    cfg = fuzz_campaign.CampaignConfig(
+        "model", jobs=jobs, max_len=512, seed_dirs=[seeds], seconds=30
+    )
     args = fuzz_campaign.libfuzzer_args(cfg, tmp_path / "artifacts", tmp_path / "corpus")
-    assert args[-1] == str(tmp_path / "corpus")
+    # libFuzzer writes new inputs into its first corpus: the working one, not the seeds.
+    assert args[-2:] == [str(tmp_path / "corpus"), str(seeds)]
     assert "-max_len=512" in args and "-max_total_time=30" in args
+    # The summary reads the final stats; the dictionary guides the mutations.
+    assert {"-print_final_stats=1", f"-dict={fuzz_campaign.DICTIONARY}"} <= set(args)
     assert f"-artifact_prefix={tmp_path / 'artifacts'}/" in args
     collect = {"-fork=3", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"}
     if jobs == 1:  # in-process: libFuzzer stops at its first finding
@@ -493,6 +499,10 @@ def test_a_new_run_deletes_only_the_artifacts_already_triaged(tmp_path):
         (["--minimize-time", "0"], "minimize", False),
         (["--minimize-time", "7"], "minimize_seconds", 7),
         (["--driver", "reference-1.2"], "driver", "reference-1.2"),
+        (["--jobs", "2"], "jobs", 2),
+        (["--rss-limit-mb", "300"], "rss_limit_mb", 300),
+        (["--timeout", "9"], "timeout", 9),
+        (["--max-len", "512"], "max_len", 512),
         (["--libfuzzer=-use_value_profile=1"], "extra", ["-use_value_profile=1"]),
     ],
 )
@@ -611,3 +621,161 @@ def test_triage_keeps_one_reproducer_per_signature_minimized_only_if_alike(
     (kept,) = result.stored
     assert kept.new and kept.path.read_bytes() == stored
     assert result.done == artifacts
+
+
+def _fake_replay(kinds: dict[str, str], envs: list[dict]):
+    """A stand-in for triage.replay: an input (or its minimized ``.min``) crashes in the
+    function ``kinds[its name]`` names ("ok": it replays cleanly); the environment each
+    replay was given goes to ``envs``."""
+
+    def replay(target, paths, env=None, **kwargs):
+        envs.append(env)
+        outcomes = []
+        for p in map(Path, paths):
+            bug = kinds[p.name.removesuffix(".min")]
+            frames = (f"mine.crashy:{bug}",)
+            outcomes.append(
+                triage.Outcome(str(p), "ok" if bug == "ok" else "crash", "E", "", frames)
+            )
+        return outcomes
+
+    return replay
+
+
+@pytest.mark.parametrize(
+    ("known", "interrupt", "minimized", "stored"),
+    [
+        # A new signature is minimized; one already in the store is not (it keeps its
+        # stored reproducer).
+        ((), False, ["crash-a"], {"a": b"a"}),
+        (("a",), False, [], {"a": b"stored a"}),
+        # Ctrl-C while minimizing: that finding and every later one stored as found.
+        ((), True, ["crash-a"], {"a": b"found a", "b": b"found b"}),
+    ],
+)
+def test_triage_minimizes_new_signatures_until_interrupted(
+    tmp_path, monkeypatch, known, interrupt, minimized, stored
+):
+    crashes = tmp_path / "crashes"
+    for bug in known:
+        outcome = triage.Outcome("x", "crash", "E", "", (f"mine.crashy:{bug}",))
+        triage.store(outcome, f"stored {bug}".encode(), crashes, "mine.crashy")
+    artifacts = []
+    for bug in ("a", "ok", "b") if interrupt else ("a", "ok"):
+        artifacts.append(tmp_path / f"crash-{bug}")
+        artifacts[-1].write_bytes(f"found {bug}".encode())
+    kinds = {f"crash-{bug}": bug for bug in ("a", "b", "ok")}
+    envs: list[dict] = []
+    calls = []
+
+    def minimize(cfg, launcher, env, path, out):
+        calls.append(path.name)
+        if interrupt:
+            raise KeyboardInterrupt
+        out.write_bytes(path.name[-1:].encode())
+        return out
+
+    monkeypatch.setattr(triage, "replay", _fake_replay(kinds, envs))
+    monkeypatch.setattr(fuzz_campaign, "minimize", minimize)
+    cfg = fuzz_campaign.CampaignConfig("mine.crashy", crash_dir=crashes, driver="reference-1.2")
+    env = {"NNFUZZ_DRIVER": "reference-1.2", "PATH": os.environ["PATH"]}
+    result = fuzz_campaign.triage_artifacts(cfg, artifacts, Path("launch"), env, lambda t: None)
+    assert calls == minimized
+    assert {k.outcome.frames[0][-1]: k.path.read_bytes() for k in result.stored} == stored
+    assert result.interrupted == interrupt
+    # Every artifact is triaged, the one that did not reproduce too (the next run deletes
+    # them); the replays ran on the campaign's driver.
+    assert result.done == artifacts and result.unreproduced == [tmp_path / "crash-ok"]
+    assert envs and all(e == {"NNFUZZ_DRIVER": "reference-1.2"} for e in envs)
+
+
+MINIMIZER = """#!/bin/sh
+# libFuzzer's -minimize_crash stand-in: writes $MINIMIZED to -exact_artifact_path.
+for arg; do
+    case $arg in -exact_artifact_path=*) printf %s "$MINIMIZED" > "${arg#*=}" ;; esac
+done
+"""
+
+
+@pytest.mark.parametrize(
+    ("minimized", "kept"), [("X", True), ("", False), ("XYZ", False), ("XYZW", False)]
+)
+def test_a_minimized_reproducer_counts_only_if_smaller_and_not_empty(tmp_path, minimized, kept):
+    launcher = tmp_path / "launch"
+    launcher.write_text(MINIMIZER)
+    launcher.chmod(0o755)
+    found = tmp_path / "crash-1"
+    found.write_bytes(b"XYZ")
+    out = tmp_path / "crash-1.min"
+    cfg = fuzz_campaign.CampaignConfig("mine.crashy", minimize_seconds=5)
+    env = {**os.environ, "MINIMIZED": minimized}
+    assert fuzz_campaign.minimize(cfg, launcher, env, found, out) == (out if kept else None)
+    assert out.read_text() == minimized
+
+
+@pytest.mark.parametrize(("seconds", "deadline"), [(10.0, 10 + 2 * 3 + 120), (None, None)])
+def test_the_watchdog_gives_libfuzzer_its_time_and_two_input_timeouts(
+    tmp_path, monkeypatch, seconds, deadline
+):
+    given = []
+
+    def run_logged(cmd, env, log, on_line, deadline=None):
+        given.append(deadline)
+        return 0, False, False
+
+    monkeypatch.setattr(fuzz_campaign, "_run_logged", run_logged)
+    monkeypatch.setattr(fuzz_campaign, "WATCHDOG_GRACE", 120.0)
+    cfg = fuzz_campaign.CampaignConfig("model", seconds=seconds, timeout=3, work_dir=tmp_path)
+    result = fuzz_campaign.run_campaign(cfg, say=lambda text: None)
+    assert given == [deadline] and not result.artifacts
+
+
+@pytest.mark.parametrize(
+    ("returncode", "artifacts", "interrupted", "killed", "failure"),
+    [
+        (0, False, False, False, None),
+        (1, False, False, False, "libFuzzer failed (exit status 1) without finding anything"),
+        (0, False, False, True, "libFuzzer did not end after --time: killed"),
+        # A crash ends an in-process libFuzzer with a non-zero status: that is a finding,
+        # even one that does not reproduce, and so is a run stopped by Ctrl-C.
+        (1, True, False, False, None),
+        (1, False, True, False, None),
+    ],
+)
+def test_a_libfuzzer_failure_is_a_non_zero_exit_without_artifacts(
+    tmp_path, returncode, artifacts, interrupted, killed, failure
+):
+    from fuzz.commands.fuzz import _libfuzzer_failed
+
+    log = tmp_path / "fuzz.log"
+    log.write_text("INFO: Seed: 1\nthe last line of the log\n")
+    found = [tmp_path / "crash-1"] if artifacts else []
+    result = fuzz_campaign.CampaignResult(
+        fuzz_campaign.Stats(), returncode, 1.0, found, [], found, log, interrupted, [], killed
+    )
+    why = _libfuzzer_failed(result)
+    if failure is None:
+        assert why is None
+    else:
+        assert why.startswith(failure) and why.endswith("  the last line of the log")
+
+
+def test_regress_replays_the_stored_reproducers_on_the_driver(here, capsys, monkeypatch):
+    Path("inputs").mkdir()
+    Path("inputs/fine").write_bytes(b"ok")
+    Path("cr").mkdir()
+    Path("cr/crash-1").write_bytes(b"Xstored")
+    envs = []
+    real = triage.replay_iter
+
+    def replay_iter(target, files, env=None, **kwargs):
+        envs.append(env)
+        yield from real(target, files, env=env, **kwargs)
+
+    monkeypatch.setattr(triage, "replay_iter", replay_iter)
+    argv = ["fuzz", "mine.crashy", "--regress", "inputs", "--crash-dir", "cr"]
+    assert exit_status([*argv, "--driver", "reference-1.2"]) == 1
+    out = capsys.readouterr().out
+    assert "mine.crashy: 2 inputs replayed, 1 failed" in out
+    assert f"FAILED {here / 'cr' / 'crash-1'}: crash ValueError" in out
+    assert envs == [{"NNFUZZ_DRIVER": "reference-1.2"}]

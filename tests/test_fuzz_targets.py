@@ -154,6 +154,8 @@ def test_mutated_values_stay_in_the_wire_domain():
     for s in range(300):
         rng = random.Random(s)
         assert len(mutators._mutate_dims(rng, (1,) * wire.MAX_RANK)) <= wire.MAX_RANK
+        for dims in ((0,), (mutators.U32_MAX,)):  # a dimension stepped by one stays a u32
+            assert all(0 <= d <= mutators.U32_MAX for d in mutators._mutate_dims(rng, dims))
         for near in (0, 1, mutators.U32_MAX - 1, mutators.U32_MAX):
             assert 0 <= mutators._u32(rng, near) <= mutators.U32_MAX
 
@@ -210,7 +212,8 @@ def test_a_mutator_bug_fails_a_test_but_not_a_campaign(monkeypatch, strict):
         raise RuntimeError("a mutator bug")
 
     monkeypatch.setattr(mutators, "mutate_model", broken)
-    monkeypatch.setattr(mutators, "STRICT", strict)
+    if strict:  # as the tests set it; a campaign keeps the default
+        monkeypatch.setattr(mutators, "STRICT", True)
     seed = sorted((CORPUS / "model").iterdir())[0].read_bytes()
     if strict:
         with pytest.raises(RuntimeError, match="a mutator bug"):
@@ -236,6 +239,60 @@ def test_mutators_terminate_when_the_fuzzer_bytes_run_out():
     assert swapped  # some first byte chose the swap, and it returned
     i, j = mutators._two_positions(mutators.SourceRandom(ByteSource(b"")), 30)
     assert i != j
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 100, 255, 256])
+def test_every_choice_of_an_operator_is_reachable_from_the_fuzzers_bytes(n):
+    # A range of n draws k = n.bit_length() bits (redrawing values >= n): the top value
+    # needs the top bit.
+    from randomgraph.choices import ByteSource
+
+    k = n.bit_length()
+    inputs = [v.to_bytes((k + 7) // 8, "big") for v in range(1 << k)]
+    picks = {mutators.SourceRandom(ByteSource(data)).randrange(n) for data in inputs}
+    assert picks == set(range(n))
+
+
+def test_a_mutated_index_is_in_range_three_times_in_four():
+    in_range = sum(0 <= mutators._index(random.Random(s), 10) < 10 for s in range(1000))
+    assert 650 <= in_range <= 850
+
+
+def test_mutate_request_makes_count_changes(monkeypatch):
+    from driver.hal.types import Request
+
+    calls = []
+    monkeypatch.setattr(mutators, "_mutate_request_once", lambda r, rng: calls.append(r) or r)
+    mutators.mutate_request(Request((), ()), random.Random(0), count=3)
+    assert len(calls) == 3
+
+
+def test_three_structural_mutations_in_ten_make_several_changes(monkeypatch):
+    counts = []
+    monkeypatch.setattr(mutators, "mutate_model", lambda m, rng, count: counts.append(count) or m)
+    seed = sorted((CORPUS / "model").iterdir())[0].read_bytes()
+    for s in range(400):
+        mutators.mutate_model_bytes(seed, 8192, s, bytewise_share=0.0)
+    assert set(counts) == {1, 2, 3, 4}
+    assert 240 <= counts.count(1) <= 320
+
+
+@pytest.mark.parametrize("data", [b"", b"not a model", b"NNWF" + bytes(40)])
+def test_an_input_the_decoder_refuses_gets_a_bytewise_mutation(monkeypatch, data):
+    monkeypatch.setattr(mutators, "STRICT", True)
+    for s in range(20):
+        out = mutators.mutate_model_bytes(data, 64, s, bytewise_share=0.0)
+        assert isinstance(out, bytes) and len(out) <= 64
+
+
+def test_per_channel_scales_stay_few_whatever_the_dimensions():
+    # The number of scales may come from a dimension: one of 2^32 - 1 hung the mutator.
+    from driver.hal.types import DataLocation, Operand
+
+    operand = Operand(11, (mutators.U32_MAX, 3), 1, 0.0, 0, 2, DataLocation(0, 0, 0))
+    for s in range(100):
+        got = mutators.mutate_operand(random.Random(s), operand, 1, 64, "extra_params")
+        assert got.extra_params is None or len(getattr(got.extra_params, "scales", ())) <= 64
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -1200,6 +1257,62 @@ def forgetful_buffers():
     return _ForgetfulBuffers(load_device("reference"))
 
 
+class _FirstCopyOnlyBuffer(_Proxy):
+    """copy_from says NONE every time and copies only the first time."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.filled = False
+
+    def copy_from(self, src, dims):
+        from driver.hal.types import ErrorStatus
+
+        if self.filled:
+            return ErrorStatus.NONE
+        status = self.inner.copy_from(src, dims)
+        self.filled = status == ErrorStatus.NONE
+        return status
+
+
+class _FirstCopyToOnlyBuffer(_Proxy):
+    """copy_to says NONE every time and writes only the first time."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.written = False
+
+    def copy_to(self, dst):
+        from driver.hal.types import ErrorStatus
+
+        if self.written:
+            return ErrorStatus.NONE
+        status = self.inner.copy_to(dst)
+        self.written = status == ErrorStatus.NONE
+        return status
+
+
+class _WrappedBuffers(_Proxy):
+    def __init__(self, inner, wrap):
+        super().__init__(inner)
+        self.wrap = wrap
+
+    def allocate(self, *args, **kwargs):
+        status, buffer, token = self.inner.allocate(*args, **kwargs)
+        return status, (self.wrap(buffer) if buffer is not None else None), token
+
+
+def stuck_buffers():
+    from driver.registry import load_device
+
+    return _WrappedBuffers(load_device("reference"), _FirstCopyOnlyBuffer)
+
+
+def lazy_copy_to_buffers():
+    from driver.registry import load_device
+
+    return _WrappedBuffers(load_device("reference"), _FirstCopyToOnlyBuffer)
+
+
 class _HoardingBuffers(_Proxy):
     """Keeps every buffer it allocates, so a freed buffer's token goes on working."""
 
@@ -1324,6 +1437,8 @@ def restores_a_model_never_written():
         # copy_from copies non-zero bytes: from zeros, writing nothing gave "the same bytes".
         ("memory", "forgetful_buffers", "copy_to did not give back the bytes of copy_from"),
         ("memory", "hoarding_buffers", "an execution using a freed buffer's token succeeded"),
+        # Each copy_from copies other bytes: a buffer keeping an older copy's shows.
+        ("memory", "stuck_buffers", "copy_to did not give back the bytes of copy_from"),
         ("memory", "zero_tokens", "allocate returned NONE with buffer"),  # a token is > 0
         ("memory", "failing_copy_to", "copy_to of "),
         ("cache", "restores_nothing", "prepare_model_from_cache returned NONE and None"),
@@ -1335,6 +1450,88 @@ def test_a_target_reports_the_rule_a_broken_driver_breaks(monkeypatch, target, d
     the first contract violation is the one that driver commits."""
     message = _first_violation(monkeypatch, target, driver)
     assert message.startswith(violation), message
+
+
+# The memory target's draws for one step each (see fuzz/targets/memory.py), on the
+# mul_scalar_activation fixture (inputs x: 2x2, w: 2, act: INT32; output 2x2 float32):
+_STEP_DRAWS = {
+    # a 16-byte buffer for input x, or for the output
+    "allocate input": (0, 1, 0, 0, 0, 0, 0, 0),
+    "allocate output": (0, 1, 0, 1, 0, 0, 0, 0),
+    # copy_from a pool of the right size (ashmem), or one byte larger
+    "copy_from": (0, 1, 1),
+    "copy_from 17 bytes": (3, 1, 1),
+    # copy_to a pool of the right size (ashmem), one byte larger, or a hardware_buffer
+    "copy_to": (0, 1),
+    "copy_to 17 bytes": (3, 1),
+    "copy_to hardware_buffer": (0, 0),
+    # execute with the inputs in a pool and the output in the (live) buffer
+    "execute into the buffer": (1, 1, 1, 1, 0, 0),
+}
+
+
+def _memory_session(monkeypatch, driver: str, steps: list[str]):
+    """A memory-target session on ``driver`` that takes ``steps`` (keys of _STEP_DRAWS)
+    when its steps are called in that order."""
+    from fuzz import harness
+    from fuzz.targets import memory, request
+    from randomgraph.choices import ByteSource
+
+    monkeypatch.setenv("NNFUZZ_DRIVER", driver)
+    monkeypatch.setattr(harness, "_DEVICE_CACHE", {})
+    monkeypatch.setattr(request, "_PREPARED", {})
+    source = ByteSource(b"")
+    source.force(*(v for step in steps for v in _STEP_DRAWS[step]))
+    return memory._Session(source)
+
+
+def _take(session, steps: list[str]) -> None:
+    for step in steps:
+        getattr(session, step.split()[0])()
+    assert session.live and session.live[0].size == 16  # the steps took these draws
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        # An execution wrote the buffer: copy_from's bytes are no longer expected back.
+        ["allocate output", "copy_from", "execute into the buffer", "copy_to"],
+        # A copy_from that failed (wrong size) put nothing there to expect back.
+        ["allocate input", "copy_from 17 bytes", "copy_to"],
+        # copy_to may fail into a pool of another size or a memory the driver cannot map.
+        ["allocate input", "copy_from", "copy_to 17 bytes"],
+        ["allocate input", "copy_from", "copy_to hardware_buffer"],
+    ],
+)
+def test_the_memory_target_holds_the_reference_to_no_rule_it_does_not_have(monkeypatch, steps):
+    _take(_memory_session(monkeypatch, "reference", steps), steps)
+
+
+@pytest.mark.parametrize(
+    ("driver", "steps"),
+    [
+        # copy_to's destination is cleared first: the second copy_to writing nothing shows.
+        ("lazy_copy_to_buffers", ["allocate input", "copy_from", "copy_to", "copy_to"]),
+        # Each copy_from copies other bytes: a buffer keeping the first copy's shows.
+        ("stuck_buffers", ["allocate input", "copy_from", "copy_to", "copy_from", "copy_to"]),
+    ],
+)
+def test_the_memory_target_sees_a_copy_to_that_gives_older_bytes(monkeypatch, driver, steps):
+    from fuzz.harness import ContractViolation
+
+    _take(_memory_session(monkeypatch, "reference", steps), steps)
+    broken = _memory_session(monkeypatch, f"tests.test_fuzz_targets:{driver}", steps)
+    with pytest.raises(ContractViolation, match="did not give back the bytes of copy_from"):
+        _take(broken, steps)
+
+
+def test_a_memory_session_ends_when_the_fuzzers_bytes_run_out():
+    from fuzz.targets import memory
+    from randomgraph.choices import ByteSource
+
+    source = ByteSource(bytes([len(memory.STEPS) - 1]))  # one step: free (nothing live)
+    memory.run(source)
+    assert source.record == [len(memory.STEPS) - 1]
 
 
 class _RecordsCacheDeadlines(_Proxy):

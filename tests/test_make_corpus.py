@@ -47,3 +47,21 @@ def test_regenerating_replaces_the_old_seeds_and_keeps_merged_inputs(tmp_path):
     seeds = [("a", b"x"), ("b", b"y"), ("copy-of-a", b"x")]
     assert make_corpus.write_seeds("memory", iter(seeds), tmp_path) == 2  # no duplicates
     assert sorted(p.name for p in directory.iterdir()) == ["0123abcd", "seed-a", "seed-b"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_recorded_bytes_replay_the_same_draws_through_a_byte_source(seed):
+    # The widths a ByteSource reads: the bytes of n - 1, so one byte up to n = 256 (its
+    # largest value, 255, fits one), two up to 65536, eight for a 64-bit word.
+    from randomgraph.choices import ByteSource, PrngSource
+
+    ranges = (2, 255, 256, 257, 1024, 65536, 65537, 1 << 53, 1 << 64)
+
+    def draws(source) -> list[int]:
+        return [source.draw(n) for n in ranges]
+
+    data = make_corpus.recorded_bytes(draws, seed)
+    assert len(data) == 1 + 1 + 1 + 2 + 2 + 2 + 3 + 7 + 8
+    replayed = ByteSource(data)
+    assert draws(replayed) == draws(PrngSource(seed))
+    assert replayed.remaining == 0

@@ -189,3 +189,21 @@ def test_replay_runs_the_dynamic_output_shape_variant_too(here, capsys):
     assert out.splitlines()[-1] == "2 passed, 2 failed, 0 skipped"
     assert exit_status(["replay", spec, *driver, "--no-dynamic"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped"
+
+
+@pytest.mark.parametrize("command", [["specs", "run"], ["replay"]])
+def test_timeout_is_the_hang_limit_of_the_driver_session(here, monkeypatch, command):
+    # (A hang itself is tested in test_spec.py: this one needs no waiting.)
+    from fuzz.commands import specs
+
+    sessions = []
+    opened = specs.open_session
+
+    def open_session(spec, timeout):
+        sessions.append(opened(spec, timeout))
+        return sessions[-1]
+
+    monkeypatch.setattr(specs, "open_session", open_session)
+    spec = f"{write_specs(a=ABS_SPEC)}/V1_0/a.mod.py"
+    assert exit_status([*command, spec, "--timeout", "0.25", "--no-dynamic"]) == 0
+    assert [s.timeout for s in sessions] == [0.25]
