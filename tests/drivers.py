@@ -551,15 +551,34 @@ UNKNOWN_STATUS = 9999
 """A uint32 status code that is no HAL ``ErrorStatus``."""
 
 
+class _ShapelessResults:
+    """A prepared model whose synchronous executions report output shapes that are not
+    shapes (a malformed result)."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def execute_synchronously(self, request, measure=0, deadline=None, loop_timeout=None):
+        status, _, timing = self._inner.execute_synchronously(
+            request, measure, deadline, loop_timeout
+        )
+        return status, ["not a shape"], timing
+
+
 class _BadStatusQueries(ReferenceDevice):
     """Answers ``getVersionString`` with a status no HAL status code can carry, and
-    ``getType`` with a code the HAL does not know (:data:`UNKNOWN_STATUS`)."""
+    ``getType`` with a code the HAL does not know (:data:`UNKNOWN_STATUS`); its
+    synchronous executions return malformed results (:class:`_ShapelessResults`)."""
 
     def get_version_string(self):
         return -1, self.config.version_string
 
     def get_type(self):
         return UNKNOWN_STATUS, DeviceType.CPU
+
+    def prepare_model(self, model, *args, **kwargs):
+        status, prepared = super().prepare_model(model, *args, **kwargs)
+        return status, (_ShapelessResults(prepared) if prepared is not None else None)
 
 
 def bad_status() -> ReferenceDevice:

@@ -615,6 +615,11 @@ def test_a_status_that_is_not_a_uint32_is_a_crash():
         assert device.get_version_string() == (OUTCOME_STATUS[Outcome.CRASH], "")
         assert device.last_outcome == Outcome.CRASH
         assert "the driver returned -1 as a status" in device.last_error
+        model = add_model()
+        pm = prepare(device, model)
+        rb = build_request(model, feeds())
+        assert pm.execute_synchronously(rb.request)[0] == OUTCOME_STATUS[Outcome.CRASH]
+        assert device.last_outcome == Outcome.CRASH
 
 
 def test_a_call_the_child_cannot_decode_is_a_general_failure_and_the_child_goes_on(isolated):
@@ -646,6 +651,25 @@ def test_a_call_the_child_cannot_decode_is_a_general_failure_and_the_child_goes_
         assert "nnfuzz service" in isolated.last_error, name
     assert (isolated.pid, isolated.restarts) == (pid, restarts)
     assert pm.execute_synchronously(_req())[0] == E.NONE
+
+
+def test_a_pool_the_child_cannot_map_is_the_drivers_to_reject(isolated):
+    """A descriptor the child cannot map (a memfd shorter than its pool says) becomes a
+    pool without a handle: the driver judges it as any invalid pool, INVALID_ARGUMENT for
+    the reference, in a request as in a buffer copy; the service does not refuse it."""
+    from driver.memory import SharedMemory
+
+    model = add_model()
+    pm = prepare(isolated, model)
+    rb = build_request(model, feeds())
+    short = Memory("ashmem", rb.input_pool.size, SharedMemory(8))
+    request = replace(rb.request, pools=(short, rb.output_pool))
+    assert pm.execute_synchronously(request)[0] == E.INVALID_ARGUMENT
+    assert "nnfuzz service" not in isolated.last_error
+    status, buffer, _ = isolated.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+    assert status == E.NONE
+    assert buffer.copy_from(Memory("ashmem", 24, SharedMemory(8)), (2, 3)) == E.INVALID_ARGUMENT
+    assert "nnfuzz service" not in isolated.last_error
 
 
 def test_a_pool_whose_descriptor_is_not_open_is_an_invalid_argument(isolated):
