@@ -696,15 +696,34 @@ UNKNOWN_STATUS = 9999
 """A uint32 status code that is no HAL ``ErrorStatus``."""
 
 
+class _ShapelessResults:
+    """A prepared model whose synchronous executions report output shapes that are not
+    shapes (a malformed result)."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def execute_synchronously(self, request, measure=0, deadline=None, loop_timeout=None):
+        status, _, timing = self._inner.execute_synchronously(
+            request, measure, deadline, loop_timeout
+        )
+        return status, ["not a shape"], timing
+
+
 class _BadStatusQueries(ReferenceDevice):
     """Answers ``getVersionString`` with a status no HAL status code can carry, and
-    ``getType`` with a code the HAL does not know (:data:`UNKNOWN_STATUS`)."""
+    ``getType`` with a code the HAL does not know (:data:`UNKNOWN_STATUS`); its
+    synchronous executions return malformed results (:class:`_ShapelessResults`)."""
 
     def get_version_string(self):
         return -1, self.config.version_string
 
     def get_type(self):
         return UNKNOWN_STATUS, DeviceType.CPU
+
+    def prepare_model(self, model, *args, **kwargs):
+        status, prepared = super().prepare_model(model, *args, **kwargs)
+        return status, (_ShapelessResults(prepared) if prepared is not None else None)
 
 
 def bad_status() -> ReferenceDevice:
@@ -732,3 +751,30 @@ def relaxed_in_float16() -> ReferenceDevice:
     from driver.device import DeviceConfig
 
     return ReferenceDevice(DeviceConfig(name="relaxed-in-float16", emulate_relaxed_float16=True))
+
+
+class _UncommonFencedAnswers(_Reporting):
+    """executeFenced answered as the HAL allows but the reference never does: with no
+    fences to wait for, the execution is over before it returns, so no sync fence comes
+    back; with fences, the sync fence comes back without a callback, so it alone says
+    how the execution ended."""
+
+    def execute_fenced(self, request, wait_for, measure=0, deadline=None, loop_timeout=None, timeout_after_fence=None):  # fmt: skip
+        status, fence, info = self.inner.execute_fenced(
+            request, wait_for, measure, deadline, loop_timeout, timeout_after_fence
+        )
+        if wait_for or fence is None:
+            return status, fence, None
+        fence.wait()
+        return status, None, info
+
+
+class _UncommonAnswers(ReportingDevice):
+    def get_number_of_cache_files_needed(self):
+        return ErrorStatus.NONE, 2, 1  # the reference needs one of each
+
+
+def uncommon_answers() -> ReportingDevice:
+    """Valid answers the reference never gives (two model-cache files and one data-cache
+    file; the fenced executions of :class:`_UncommonFencedAnswers`)."""
+    return _UncommonAnswers(prepared=_UncommonFencedAnswers)

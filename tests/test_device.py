@@ -160,6 +160,10 @@ def test_partial_driver_support_filter_reported_and_prepare_refused():
         (dict(priority=-1), ErrorStatus.INVALID_ARGUMENT),
         (dict(priority=3), ErrorStatus.INVALID_ARGUMENT),
         (dict(deadline=1), ErrorStatus.MISSED_DEADLINE_PERSISTENT),
+        # A malformed deadline is INVALID_ARGUMENT, not one that has passed (nor a crash).
+        (dict(deadline=-1), ErrorStatus.INVALID_ARGUMENT),
+        (dict(deadline=2**64), ErrorStatus.INVALID_ARGUMENT),
+        (dict(deadline="soon"), ErrorStatus.INVALID_ARGUMENT),
     ],
 )
 def test_prepare_option_rules(device, kw, status):
@@ -512,6 +516,19 @@ def test_burst_caches_pools_in_slots_and_frees_them(device):
     assert burst.cached_slots == 1
 
 
+def test_a_burst_gives_a_new_pool_a_free_slot_not_one_in_use(device):
+    # Freeing slot 0 of two leaves slot 1: the next pool must take slot 0 or 2, not slot
+    # 1 (len(slots) of the moment), which would evict the pool cached there.
+    m = add_model()
+    pm = prepare(device, m)
+    _, burst = pm.configure_execution_burst()
+    first, second = build_request(m, feeds()), build_request(m, feeds())
+    assert burst.execute(first.request)[0] == ErrorStatus.NONE
+    burst.free_memory(first.input_pool)
+    assert burst.execute(second.request)[0] == ErrorStatus.NONE
+    assert burst.cached_slots == 3  # first's output pool and both of second's
+
+
 def test_a_burst_lets_go_of_pools_its_caller_dropped(device):
     # A burst that kept every pool it had seen mapped ran out of file descriptors after
     # ~250 executions on fresh pools; a dropped pool frees its slot, as in Android.
@@ -831,8 +848,14 @@ def test_allocate_role_rules(device):
     )
 
 
-def test_a_device_configured_without_memory_domains_allocates_nothing():
-    dev = ReferenceDevice(supports_memory_domains=False)
+@pytest.mark.parametrize(
+    "config",
+    [dict(supports_memory_domains=False), dict(version=HalVersion.V1_2)],
+    ids=["configured-without", "hal-1.2"],
+)
+def test_a_device_without_memory_domains_allocates_nothing(config):
+    # Memory domains are HAL 1.3: a 1.2 device has none, whatever its configuration says.
+    dev = ReferenceDevice(**config)
     pm = prepare(dev, add_model())
     got = dev.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
     assert got == (ErrorStatus.GENERAL_FAILURE, None, 0)

@@ -128,6 +128,16 @@ def test_queries_cross_the_boundary(isolated):
     assert isolated.last_outcome == Outcome.SUCCESS
 
 
+def test_supported_operations_cross_one_flag_per_operation(isolated):
+    # An OEM operation is valid but has no kernel in the reference: unsupported.
+    b = ModelBuilder()
+    x, y = b.add_input(F32, (2, 3)), b.add_input(F32, (2, 3))
+    total = b.add_operand(F32, (2, 3))
+    b.add_operation(Op.ADD, [x, y, b.add_scalar(T.INT32, 0)], [total])
+    b.add_operation(Op.OEM_OPERATION, [total], [b.add_output(F32, (2, 3))])
+    assert isolated.get_supported_operations(b.build()) == (E.NONE, [True, False])
+
+
 def test_driver_errors_come_back_as_statuses_with_messages(isolated):
     from dataclasses import replace
 
@@ -294,6 +304,31 @@ def test_compilation_cache_files_cross(isolated):
             os.close(fd)
 
 
+def test_prepare_options_reach_the_driver_in_their_roles(isolated):
+    """The preference and priority a compilation was prepared with are in its cache:
+    restored here, the child's compilation shows which value took which role."""
+    from driver.hal.types import ExecutionPreference, Priority
+
+    caches = [os.memfd_create("nnfuzz-test-cache") for _ in range(2)]
+    try:
+        token = bytes(range(1, 33))
+        status, _ = isolated.prepare_model(
+            add_model(),
+            preference=ExecutionPreference.LOW_POWER,
+            priority=Priority.HIGH,
+            model_cache=caches[:1],
+            data_cache=caches[1:],
+            token=token,
+        )
+        assert status == E.NONE
+        status, pm = ReferenceDevice().prepare_model_from_cache(None, caches[:1], caches[1:], token)
+        assert status == E.NONE
+        assert (pm.preference, pm.priority) == (ExecutionPreference.LOW_POWER, Priority.HIGH)
+    finally:
+        for fd in caches:
+            os.close(fd)
+
+
 def test_feature_levels_and_partitions_compose_with_isolation():
     with load_device("reference-1.1@isolated") as device:
         assert device.version == HalVersion.V1_1
@@ -334,6 +369,7 @@ def test_a_crash_is_reported_and_the_next_call_runs_on_a_new_child(driver, evide
         assert status == OUTCOME_STATUS[Outcome.CRASH] == E.DEVICE_UNAVAILABLE
         assert device.last_outcome == Outcome.CRASH and shapes == []
         assert all(text in device.last_error for text in evidence), device.last_error
+        assert "DriverCrash" not in device.last_error  # the driver's exception, not its wrapper
         # The prepared model died with its process.
         assert pm.execute_synchronously(build_request(model, feeds()).request)[0] == (
             E.DEVICE_UNAVAILABLE
@@ -579,6 +615,11 @@ def test_a_status_that_is_not_a_uint32_is_a_crash():
         assert device.get_version_string() == (OUTCOME_STATUS[Outcome.CRASH], "")
         assert device.last_outcome == Outcome.CRASH
         assert "the driver returned -1 as a status" in device.last_error
+        model = add_model()
+        pm = prepare(device, model)
+        rb = build_request(model, feeds())
+        assert pm.execute_synchronously(rb.request)[0] == OUTCOME_STATUS[Outcome.CRASH]
+        assert device.last_outcome == Outcome.CRASH
 
 
 def test_a_call_the_child_cannot_decode_is_a_general_failure_and_the_child_goes_on(isolated):
@@ -610,6 +651,25 @@ def test_a_call_the_child_cannot_decode_is_a_general_failure_and_the_child_goes_
         assert "nnfuzz service" in isolated.last_error, name
     assert (isolated.pid, isolated.restarts) == (pid, restarts)
     assert pm.execute_synchronously(_req())[0] == E.NONE
+
+
+def test_a_pool_the_child_cannot_map_is_the_drivers_to_reject(isolated):
+    """A descriptor the child cannot map (a memfd shorter than its pool says) becomes a
+    pool without a handle: the driver judges it as any invalid pool, INVALID_ARGUMENT for
+    the reference, in a request as in a buffer copy; the service does not refuse it."""
+    from driver.memory import SharedMemory
+
+    model = add_model()
+    pm = prepare(isolated, model)
+    rb = build_request(model, feeds())
+    short = Memory("ashmem", rb.input_pool.size, SharedMemory(8))
+    request = replace(rb.request, pools=(short, rb.output_pool))
+    assert pm.execute_synchronously(request)[0] == E.INVALID_ARGUMENT
+    assert "nnfuzz service" not in isolated.last_error
+    status, buffer, _ = isolated.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+    assert status == E.NONE
+    assert buffer.copy_from(Memory("ashmem", 24, SharedMemory(8)), (2, 3)) == E.INVALID_ARGUMENT
+    assert "nnfuzz service" not in isolated.last_error
 
 
 def test_a_pool_whose_descriptor_is_not_open_is_an_invalid_argument(isolated):
@@ -1036,3 +1096,113 @@ def test_a_burst_lets_go_of_pools_the_caller_dropped(isolated):
         assert burst.cached_slots == 0
         assert burst.execute(kept.request)[0] == E.NONE and burst.cached_slots == 2
     assert fds(isolated.pid) <= before + 2 and kept.output_bytes(0) == expected(7)
+
+
+# --- the service's side of the protocol, without a child -----------------------------------
+
+
+def test_the_service_forwards_one_notify_per_execution():
+    """HAL: a callback is notified exactly once. A driver that notifies twice has its
+    second result dropped in the child, not sent as a second completion of the call."""
+    import socket
+
+    from driver.hal.types import NO_TIMING
+    from driver.isolated import _decode_result
+    from driver.service import Op as Call
+    from driver.service import Service, _RemoteCallback, recv_frame
+
+    parent, child = socket.socketpair()
+    with parent, child:
+        callback = _RemoteCallback(Service(child), 7)
+        callback.notify(E.NONE, [], NO_TIMING)
+        callback.notify(E.GENERAL_FAILURE, [], NO_TIMING)
+        child.shutdown(socket.SHUT_WR)
+        frames = []
+        while (frame := recv_frame(parent)) is not None:
+            frames.append(frame)
+    assert [(f.op, f.call_id) for f in frames] == [(Call.NOTIFY, 7)]
+    assert _decode_result(frames[0].payload)[0][0] == E.NONE
+
+
+def test_valid_answers_the_reference_never_gives_cross_unchanged():
+    """The cache files a driver needs cross in their order (model cache, data cache); a
+    fenced execution may return no sync fence (it is over) or a sync fence without a
+    callback, whose status is then the execution's."""
+    model = add_model()
+    with IsolatedDevice("tests.drivers:uncommon_answers", timeout=20) as device:
+        assert device.get_number_of_cache_files_needed() == (E.NONE, 2, 1)
+        pm = prepare(device, model)
+        rb = build_request(model, feeds())
+        status, fence, info = pm.execute_fenced(rb.request, [])
+        assert (status, fence) == (E.NONE, None)
+        assert info.get_execution_info()[0] == E.NONE and rb.output_bytes(0) == expected()
+        for failed, final in [(False, E.NONE), (True, E.GENERAL_FAILURE)]:
+            wait_for = SyncFence()
+            rb = build_request(model, feeds())
+            status, fence, _ = pm.execute_fenced(rb.request, [wait_for])
+            assert status == E.NONE and fence is not None
+            wait_for.signal(error=failed)
+            assert fence.wait(10) == final, failed
+
+
+def test_a_prepared_model_dropped_here_is_released_in_the_child(isolated):
+    """Dropping a prepared model releases the child's: a call on its id is then a call
+    on an object the child does not have (the driver's prepared model is not kept)."""
+    import gc
+
+    pm = prepare(isolated, add_model())
+    child, obj = pm._child, pm._obj
+    assert pm.execute_synchronously(_req())[0] == E.NONE
+    del pm
+    gc.collect()
+    ghost = IsolatedPreparedModel(isolated, child, obj)
+    assert ghost.execute_synchronously(_req())[0] == E.GENERAL_FAILURE
+    assert f"no object {obj}" in isolated.last_error
+
+
+def test_the_service_frees_a_burst_slot_in_the_driver_too():
+    """BURST_FREE reaches the driver's ``free_memory`` with the memory of the slot (a
+    driver whose burst holds its pools would otherwise keep them until the burst goes)."""
+    from driver.service import Frame, Packer, Service
+    from driver.service import Op as Call
+
+    freed: list[Memory] = []
+
+    class Burst:
+        def free_memory(self, memory: Memory) -> None:
+            freed.append(memory)
+
+    service = Service(None)
+    kept, dropped = Memory("ashmem", 8), Memory("ashmem", 16)
+    service.objects[5] = Burst()
+    service.bursts[5] = {2: kept, 3: dropped}
+    service.burst_free(Frame(Call.BURST_FREE, 0, 5, Packer().u32(3).data()))
+    assert freed == [dropped] and service.bursts[5] == {2: kept}
+
+
+def test_a_payload_flag_other_than_0_or_1_is_a_protocol_error():
+    from driver.service import ProtocolError, Unpacker, _bool_flag
+
+    assert Unpacker(b"\0").opt_u64() is None
+    assert Unpacker(b"\1" + (7).to_bytes(8, "little")).opt_u64() == 7
+    with pytest.raises(ProtocolError, match="bad optional flag 2"):
+        Unpacker(b"\2" + (7).to_bytes(8, "little")).opt_u64()
+    assert (_bool_flag(0), _bool_flag(1)) == (False, True)
+    with pytest.raises(ProtocolError, match="bad flag 2"):
+        _bool_flag(2)
+
+
+def test_a_frame_with_flags_is_a_protocol_error():
+    """The header's flags are reserved (0): a frame that sets them is not understood."""
+    import socket
+
+    from driver.service import HEADER, ProtocolError, recv_frame
+
+    sender, receiver = socket.socketpair()
+    with sender, receiver:
+        sender.sendall(HEADER.pack(1, 0, 7, 0, 2, 0) + b"hi")
+        frame = recv_frame(receiver)
+        assert frame is not None and (frame.call_id, frame.payload) == (7, b"hi")
+        sender.sendall(HEADER.pack(1, 1, 7, 0, 2, 0) + b"hi")
+        with pytest.raises(ProtocolError, match="flags 1"):
+            recv_frame(receiver)

@@ -17,16 +17,21 @@ from driver.hal.types import (
     BufferToken,
     Capabilities,
     DataLocation,
+    DeviceType,
     ErrorStatus,
+    ExecutionPreference,
     HalError,
     HalVersion,
+    MeasureTiming,
     Model,
     OperandPerformance,
     PerformanceInfo,
+    Priority,
     extension_prefix,
     extension_type_within,
     is_extension_type,
     is_scalar_type,
+    is_tensor_type,
     make_extension_type,
     non_extension_size_of_data,
     tensor_has_unspecified_dimensions,
@@ -508,6 +513,41 @@ SCALARS = {T.FLOAT32, T.INT32, T.UINT32, T.BOOL, T.FLOAT16, T.SUBGRAPH, T.OEM}
 @pytest.mark.parametrize("t", list(T), ids=lambda t: t.name)
 def test_is_scalar_type(t):
     assert is_scalar_type(t) == (t in SCALARS)
+
+
+@pytest.mark.parametrize(
+    "enum, codes",
+    [
+        (
+            ErrorStatus,
+            {
+                "NONE": 0,
+                "DEVICE_UNAVAILABLE": 1,
+                "GENERAL_FAILURE": 2,
+                "OUTPUT_INSUFFICIENT_SIZE": 3,
+                "INVALID_ARGUMENT": 4,
+                "MISSED_DEADLINE_TRANSIENT": 5,
+                "MISSED_DEADLINE_PERSISTENT": 6,
+                "RESOURCE_EXHAUSTED_TRANSIENT": 7,
+                "RESOURCE_EXHAUSTED_PERSISTENT": 8,
+            },
+        ),
+        (Priority, {"LOW": 0, "MEDIUM": 1, "HIGH": 2}),
+        (ExecutionPreference, {"LOW_POWER": 0, "FAST_SINGLE_ANSWER": 1, "SUSTAINED_SPEED": 2}),
+        (MeasureTiming, {"NO": 0, "YES": 1}),
+        (DeviceType, {"OTHER": 1, "CPU": 2, "GPU": 3, "ACCELERATOR": 4}),
+    ],
+    ids=["ErrorStatus", "Priority", "ExecutionPreference", "MeasureTiming", "DeviceType"],
+)
+def test_hal_enums_have_the_hal_codes(enum, codes):
+    # The codes cross to drivers and into reports as numbers: they are Android's (types.hal).
+    assert {member.name: int(member) for member in enum} == codes
+
+
+@pytest.mark.parametrize("t", [*T, 16, 9999, make_extension_type(1, 3)], ids=str)
+def test_is_tensor_type(t):
+    # Only standard and OEM types are known here: an unknown or extension code is neither.
+    assert is_tensor_type(t) == (t in list(T) and t not in SCALARS)
 
 
 @pytest.mark.parametrize(
