@@ -18,3 +18,26 @@ def load_tool(name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def drawn(strategy, n: int) -> list:
+    """``n`` deterministic examples of a Hypothesis ``strategy`` (no shrinking, no
+    database): for tests of what a strategy draws, rather than of a property."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    found = []
+
+    @settings(
+        max_examples=n,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def collect(example) -> None:
+        found.append(example)
+
+    collect()
+    return found

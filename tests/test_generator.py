@@ -40,6 +40,7 @@ from randomgraph.generator import (
 from randomgraph.generator.dims import DimSolver, Unsatisfiable, draw_dims
 from randomgraph.spec.loader import load_spec
 from randomgraph.strategies import valid_models
+from tests import drawn
 
 SCALE = int(os.environ.get("NNFUZZ_GENERATOR_SEEDS", "1"))
 PER_GRAPH_SECONDS = 5.0  # generous: graphs take milliseconds
@@ -279,33 +280,11 @@ def test_hypothesis_shrinks_to_a_single_operation():
     _check_valid(graph)
 
 
-def _drawn(strategy, n: int) -> list:
-    """``n`` deterministic examples of ``strategy`` (no shrinking, no database)."""
-    from hypothesis import Phase
-
-    found = []
-
-    @settings(
-        max_examples=n,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(strategy)
-    def collect(graph):
-        found.append(graph)
-
-    collect()
-    return found
-
-
 def test_valid_models_defaults_are_what_its_docstring_says():
     """1 to max_operations operations in the main graph (the count is itself a choice)
     and dims of at most 10."""
     strategy = valid_models(max_operations=2, operations=[O.ADD, O.RELU])
-    graphs = _drawn(strategy, 30)
+    graphs = drawn(strategy, 30)
     counts = {len(g.model.main.operations) for g in graphs}
     assert counts == {1, 2}
     for graph in graphs:
@@ -314,7 +293,7 @@ def test_valid_models_defaults_are_what_its_docstring_says():
 
 
 def test_valid_models_takes_names_as_well_as_codes():
-    graphs = _drawn(
+    graphs = drawn(
         valid_models(operations=["ADD"], data_types=["TENSOR_FLOAT16"], versions=["1.2"]), 5
     )
     for graph in graphs:

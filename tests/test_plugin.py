@@ -19,6 +19,7 @@ from driver.builder import ModelBuilder
 from driver.hal.types import NO_TIMING, UINT64_MAX, ErrorStatus, HalVersion, MeasureTiming, Timing
 from driver.hal.types import OperandType as T
 from driver.hal.types import OperationType as O
+from tests import drawn
 
 pytest_plugins = ("pytester",)
 
@@ -1568,29 +1569,6 @@ def test_each_memory_domain_scenario_expects_the_hal_status(active_session, scen
 # ---------------------------------------------------------------------------------------
 
 
-def _drawn(strategy, n: int = 40) -> list:
-    """``n`` deterministic examples of ``strategy`` (no shrinking, no database)."""
-    from hypothesis import HealthCheck, Phase, given, settings
-
-    found = []
-    quiet = settings(
-        max_examples=n,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-
-    @quiet
-    @given(strategy)
-    def collect(example) -> None:
-        found.append(example)
-
-    collect()
-    return found
-
-
 @pytest.mark.parametrize("version", [HalVersion.V1_0, HalVersion.V1_3], ids=["1.0", "1.3"])
 def test_every_generated_signature_has_a_valid_case_that_runs(version):
     """Each (operation, type) the differential property targets at ``version`` has a
@@ -1636,7 +1614,7 @@ def test_drawn_cases_are_valid_and_finite(op, version):
     from nnfuzz_pytest.strategies import one_operation_models
 
     padded = unequal_strides = False
-    for case in _drawn(one_operation_models(version, operations={op}), 20):
+    for case in drawn(one_operation_models(version, operations={op}), 20):
         validate_model(case.model, version)
         main = case.model.main
         for i, value in zip(main.output_indexes, case.expected()):
@@ -1679,12 +1657,12 @@ def test_elementwise_cases_cover_broadcasting_constants_and_every_activation():
     from nnfuzz_pytest.strategies import _broadcast_partner, one_operation_models
 
     seen = set()
-    for case in _drawn(one_operation_models(HalVersion.V1_3, operations={O.ADD}), 60):
+    for case in drawn(one_operation_models(HalVersion.V1_3, operations={O.ADD}), 60):
         seen.add(f"activation {_scalar(case, 2)}")
         if _operation_inputs(case)[1].lifetime == OperandLifeTime.CONSTANT_COPY:
             seen.add("constant operand")
     base = (2, 3, 4)
-    for partner in _drawn(st.composite(lambda draw: _broadcast_partner(draw, base))(), 40):
+    for partner in drawn(st.composite(lambda draw: _broadcast_partner(draw, base))(), 40):
         if len(partner) < len(base):
             seen.add("missing dims")
         if 1 in partner:
@@ -1711,7 +1689,7 @@ def test_generated_types_and_graphs_follow_the_hal_version():
     assert operation_types(O.TANH, HalVersion.V1_2) == [F32, Q8, F16]
     assert operation_types(O.CONV_2D, HalVersion.V1_3) == [F32, Q8, F16, S8]
     for version in (HalVersion.V1_0, HalVersion.V1_2):
-        for case in _drawn(generated_models(version), 8):
+        for case in drawn(generated_models(version), 8):
             validate_model(case.model, version)
 
 
@@ -1721,10 +1699,10 @@ def test_type_and_layout_restrictions_give_only_matching_one_operation_models():
     HAL 1.2 on."""
     from nnfuzz_pytest.strategies import LAYOUT_OPERATIONS, valid_models
 
-    for case in _drawn(valid_models(HalVersion.V1_3, types={T.TENSOR_QUANT8_ASYMM}), 40):
+    for case in drawn(valid_models(HalVersion.V1_3, types={T.TENSOR_QUANT8_ASYMM}), 40):
         assert len(case.operation_types) == 1, case
         assert _operation_inputs(case)[0].type == T.TENSOR_QUANT8_ASYMM, case
-    for case in _drawn(valid_models(HalVersion.V1_2, layout=True), 20):
+    for case in drawn(valid_models(HalVersion.V1_2, layout=True), 20):
         (op,) = case.operation_types
         assert op in LAYOUT_OPERATIONS, case
         flags = [o for o in _operation_inputs(case) if o.type == T.BOOL]
@@ -1802,7 +1780,7 @@ def _nhwc_conv_case():
     strategy = one_operation_models(HalVersion.V1_2, operations={O.CONV_2D}, layout=True)
     # Height and width above 1 and unequal: a transposition mixing them shows.
     return next(
-        c for c in _drawn(strategy, 30) if 1 < c.inputs[0].shape[1] != c.inputs[0].shape[2] > 1
+        c for c in drawn(strategy, 30) if 1 < c.inputs[0].shape[1] != c.inputs[0].shape[2] > 1
     )
 
 
