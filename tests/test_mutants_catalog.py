@@ -76,3 +76,17 @@ def test_a_mutant_whose_tests_did_not_run_is_neither_killed_nor_a_survivor(tmp_p
             timeout=120,
         )
         assert verdict == "not run", (tests, detail)
+
+
+def test_tests_that_fail_unmutated_stop_the_check_before_they_kill_anything(tmp_path):
+    (killer,) = [m for m in mutants.load_catalog() if m.id == "criteria-fp32-atol"]
+    tree = _tree_for(tmp_path)
+    (tree / "tests" / "test_fails_anyway.py").write_text("def test_broken():\n    assert False\n")
+    broken = mutants.Mutant(
+        "broken", "nothing", killer.file, killer.old, killer.new, ("tests/test_fails_anyway.py",)
+    )
+    assert mutants.run_mutant(broken, tree, timeout=120)[0] == "killed"  # what it prevents
+    failure = mutants.baseline_failure([killer, broken], tree, timeout=120)
+    assert failure is not None and "test_fails_anyway.py::test_broken" in failure, failure
+    gone = mutants.Mutant("gone", "nothing", "no/such.py", "x", "y", ("tests/no_such_test.py",))
+    assert mutants.baseline_failure([killer, gone], tree, timeout=120) is None

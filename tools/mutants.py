@@ -12,8 +12,10 @@ the working tree) to a temporary folder, applies one mutant at a time there and 
 tests with ``CI=true``. A mutant is *killed* when its tests fail (or time out, or no
 longer import), *survives* when they pass, is *not run* when no test of it ran (all
 skipped, say for a missing optional package, or none collected), and is *stale* when its
-text is not in its file exactly once (the code moved: update the entry). Exit status 0
-iff every mutant is killed.
+text is not in its file exactly once (the code moved: update the entry). First the tests
+run once on the unmutated tree (``--no-baseline`` skips it): a test that fails there would
+"kill" every mutant naming it, so the check stops (exit status 2). Exit status 0 iff every
+mutant is killed.
 
 Run it by hand, like the benchmarks: about 70 minutes for the whole catalog.
 Every entry was a survivor once or guards a fact the tests must hold (docs/design.md,
@@ -104,9 +106,46 @@ def _copy_tree(dest: Path) -> None:
 _MARKS = {"killed": "ok", "survived": "SURVIVED", "not run": "NOT RUN", "stale": "STALE"}
 """Each verdict of :func:`run_mutant` and how a run prints it."""
 
+_NO_TESTS_RAN = 5
+"""pytest's exit status when it collected no test."""
+
 _TESTS_FAILED = (1, 2)
 """pytest's exit statuses for failed tests (1) and for errors while collecting them (2:
 the mutant broke an import)."""
+
+
+def _run_tests(tests: tuple[str, ...], tree: Path, timeout: float):
+    """pytest on ``tests`` in ``tree`` (its packages first on the path), stopping at the
+    first failure; raises subprocess.TimeoutExpired."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    env = {**os.environ, "CI": "true", "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _first_failure(done: subprocess.CompletedProcess) -> str:
+    lines = done.stdout.strip().splitlines()
+    summary = lines[-1] if lines else done.stderr.strip()[-200:]
+    return next((ln for ln in lines if ln.startswith(("FAILED", "ERROR"))), summary)[:160]
+
+
+def baseline_failure(mutants: list[Mutant], tree: Path, timeout: float) -> str | None:
+    """Why the *unmutated* ``tree`` fails the tests of ``mutants``, or None when they
+    pass. A test that fails anyway would count every mutant it names as killed."""
+    mutants = [m for m in mutants if stale_reason(m, tree) is None]  # reported one by one
+    files = {t for m in mutants for t in m.tests if "::" not in t}
+    tests = {t for m in mutants for t in m.tests if t.split("::")[0] not in files} | files
+    try:
+        done = _run_tests(tuple(sorted(tests)), tree, timeout)
+    except subprocess.TimeoutExpired:
+        return f"the tests ran past {timeout:g} s"
+    if done.returncode in (0, _NO_TESTS_RAN):  # nothing to kill with: reported as not run
+        return None
+    return f"exit status {done.returncode}: {_first_failure(done)}"
+
+
+_BASELINE_TIMEOUT = 3600
+"""Seconds for the baseline: for the whole catalog, the test files it names are most of the
+suite (about 10 minutes)."""
 
 
 def run_mutant(mutant: Mutant, tree: Path, timeout: float) -> tuple[str, str]:
@@ -117,12 +156,8 @@ def run_mutant(mutant: Mutant, tree: Path, timeout: float) -> tuple[str, str]:
     path = tree / mutant.file
     original = path.read_text(encoding="utf-8")
     path.write_text(original.replace(mutant.old, mutant.new), encoding="utf-8")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *mutant.tests]
-    env = {**os.environ, "CI": "true", "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        done = subprocess.run(
-            cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout
-        )
+        done = _run_tests(mutant.tests, tree, timeout)
     except subprocess.TimeoutExpired:
         return "killed", f"its tests ran past {timeout:g} s"
     finally:
@@ -130,8 +165,7 @@ def run_mutant(mutant: Mutant, tree: Path, timeout: float) -> tuple[str, str]:
     lines = done.stdout.strip().splitlines()
     summary = lines[-1] if lines else done.stderr.strip()[-200:]
     if done.returncode in _TESTS_FAILED:
-        failed = next((ln for ln in lines if ln.startswith(("FAILED", "ERROR"))), summary)
-        return "killed", failed[:160]
+        return "killed", _first_failure(done)
     if done.returncode == 0 and re.search(r"\b\d+ passed\b", summary):
         return "survived", summary
     # All skipped (a missing optional package), none collected, or a wrong node id: the
@@ -147,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true", help="list the mutants and exit")
     p.add_argument(
         "--timeout", type=float, default=600, help="seconds for one mutant's tests (default 600)"
+    )
+    p.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the first run of the tests on the unmutated tree",
     )
     a = p.parse_args(argv)
     mutants = load_catalog()
@@ -165,6 +204,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="nnfuzz-mutants-") as tmp:
         tree = Path(tmp)
         _copy_tree(tree)
+        if not a.no_baseline:
+            print(f"baseline: the tests of {len(mutants)} mutants, unmutated ...", flush=True)
+            failure = baseline_failure(mutants, tree, _BASELINE_TIMEOUT)
+            if failure is not None:
+                print(
+                    f"the unmutated tree fails its tests ({failure}): a mutant they name "
+                    "would count as killed without being tested; fix that first",
+                    file=sys.stderr,
+                )
+                return 2
         try:
             for k, m in enumerate(mutants, 1):
                 t0 = time.monotonic()
